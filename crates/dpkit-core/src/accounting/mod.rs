@@ -1,0 +1,12 @@
+//! Privacy parameters as types, composition rules, and a budget that refuses
+//! to be overspent.
+
+pub mod budget;
+pub mod composition;
+pub mod privacy_loss;
+
+pub use budget::PrivacyBudget;
+pub use composition::{
+    advanced_composition, group_privacy, parallel_composition, sequential_composition,
+};
+pub use privacy_loss::PrivacyLoss;

@@ -1,0 +1,398 @@
+//! The Gaussian mechanisms for (ε, δ)-DP, calibrated with the analytic
+//! Gaussian mechanism (Balle & Wang, ICML 2018) and released with the
+//! discrete Gaussian (Canonne, Kamath & Steinke, NeurIPS 2020).
+
+use std::f64::consts::{PI, SQRT_2};
+
+use rand_core::CryptoRng;
+
+use super::{
+    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_slice_on_lattice,
+    saturating_release,
+};
+use crate::accounting::PrivacyLoss;
+use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
+use crate::error::{Error, Result, require_positive};
+use crate::lattice::Lattice;
+use crate::sampling::DiscreteGaussianSampler;
+
+const RESOLUTION_BITS: i32 = 12;
+const MAX_EPSILON: f64 = 500.0;
+const MIN_DELTA: f64 = 1e-100;
+
+fn normal_cdf(x: f64) -> f64 {
+    0.5 * libm::erfc(-x / SQRT_2)
+}
+
+/// δ of the continuous Gaussian mechanism with noise σ at ε for L2 sensitivity Δ
+/// (Balle & Wang 2018, Theorem 8).
+fn continuous_delta(sigma: f64, epsilon: f64, sensitivity: f64) -> f64 {
+    let a = sensitivity / (2.0 * sigma);
+    let b = epsilon * sigma / sensitivity;
+    let second = normal_cdf(-a - b);
+    let scaled = if second == 0.0 {
+        0.0
+    } else {
+        (epsilon + second.ln()).exp()
+    };
+    (normal_cdf(a - b) - scaled).max(0.0)
+}
+
+/// The smallest σ for which Gaussian noise N(0, σ²) is (ε, δ)-DP for L2
+/// sensitivity Δ: the analytic Gaussian mechanism, found by bisection on the
+/// exact privacy profile (to a relative precision of 1e-12, rounded up).
+///
+/// ```
+/// use dpkit_core::mechanism::analytic_gaussian_sigma;
+/// let sigma = analytic_gaussian_sigma(1.0, 1e-5, 1.0).unwrap();
+/// // Below the classical √(2 ln(1.25/δ))/ε ≈ 4.84
+/// assert!(sigma > 3.0 && sigma < 4.84);
+/// ```
+pub fn analytic_gaussian_sigma(epsilon: f64, delta: f64, sensitivity: f64) -> Result<f64> {
+    let (epsilon, delta) = validate_epsilon_delta(epsilon, delta)?;
+    let sensitivity = require_positive("sensitivity", sensitivity)?;
+    let (mut low, mut high) = (sensitivity, sensitivity);
+    while continuous_delta(high, epsilon, sensitivity) > delta {
+        high *= 2.0;
+    }
+    while continuous_delta(low, epsilon, sensitivity) <= delta && low > sensitivity * 1e-12 {
+        low /= 2.0;
+    }
+    while high / low > 1.0 + 1e-12 {
+        let middle = (low * high).sqrt();
+        if continuous_delta(middle, epsilon, sensitivity) > delta {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    Ok(high)
+}
+
+fn validate_epsilon_delta(epsilon: f64, delta: f64) -> Result<(f64, f64)> {
+    let epsilon = require_positive("epsilon", epsilon)?;
+    if epsilon > MAX_EPSILON {
+        return Err(Error::InvalidParameter {
+            name: "epsilon",
+            reason: format!(
+                "must be at most {MAX_EPSILON} for the Gaussian mechanism, got {epsilon}"
+            ),
+        });
+    }
+    if !(MIN_DELTA..1.0).contains(&delta) {
+        return Err(Error::InvalidParameter {
+            name: "delta",
+            reason: format!(
+                "must lie in [{MIN_DELTA:e}, 1) for the Gaussian mechanism, got {delta}"
+            ),
+        });
+    }
+    Ok((epsilon, delta))
+}
+
+/// Bounds on `P(Y ≥ n)`, `n ≥ 0`, for the discrete Gaussian `Y` of parameter σ.
+///
+/// The weight `f(y) = e^(−y²/(2σ²))` decreases for `y ≥ 0`, so its sum from
+/// `n` lies between `∫ₙ f` and `∫ₙ f + f(n)`; where it is also convex
+/// (`y ≥ σ`), the midpoint and trapezoid rules tighten that to
+/// `[∫ₙ f + f(n)/2, ∫_{n−½} f]`. The normaliser lies in
+/// `σ√(2π)·[1, 1 + 3e^(−2π²σ²)]` (Poisson summation).
+fn discrete_tail_bounds(sigma: f64, n: f64) -> (f64, f64) {
+    let root_two_pi_sigma = sigma * (2.0 * PI).sqrt();
+    let integral_from = |start: f64| 1.0 - normal_cdf(start / sigma);
+    let first_term = (-(n * n) / (2.0 * sigma * sigma)).exp() / root_two_pi_sigma;
+    let (lower_sum, upper_sum) = if n - 0.5 >= sigma {
+        (integral_from(n) + first_term / 2.0, integral_from(n - 0.5))
+    } else {
+        (integral_from(n), integral_from(n) + first_term)
+    };
+    let normaliser_excess = 1.0 + 3.0 * (-2.0 * PI * PI * sigma * sigma).exp();
+    let lower = lower_sum / normaliser_excess * (1.0 - 1e-12);
+    let upper = upper_sum * (1.0 + 1e-12);
+    (lower, upper.min(1.0))
+}
+
+/// Bounds on `P(Y > x)` for real `x`.
+fn discrete_exceedance_bounds(sigma: f64, x: f64) -> (f64, f64) {
+    if x >= 0.0 {
+        discrete_tail_bounds(sigma, x.floor() + 1.0)
+    } else {
+        // P(Y > x) = 1 − P(Y ≤ ⌊x⌋) = 1 − P(Y ≥ −⌊x⌋)
+        let (lower, upper) = discrete_tail_bounds(sigma, -x.floor());
+        (1.0 - upper, 1.0 - lower)
+    }
+}
+
+/// An upper bound on the δ of the discrete Gaussian with integer sensitivity
+/// `d` at ε (Canonne, Kamath & Steinke 2020, Theorem 7):
+/// `δ = P(Y > εσ²/d − d/2) − e^ε·P(Y > εσ²/d + d/2)`.
+fn discrete_delta_upper_bound(sigma: f64, sensitivity: u64, epsilon: f64) -> f64 {
+    let d = sensitivity as f64;
+    let centre = epsilon * sigma * sigma / d;
+    let (_, first_upper) = discrete_exceedance_bounds(sigma, centre - d / 2.0);
+    let (second_lower, _) = discrete_exceedance_bounds(sigma, centre + d / 2.0);
+    let scaled = if second_lower <= 0.0 {
+        0.0
+    } else {
+        (epsilon + second_lower.ln()).exp()
+    };
+    (first_upper - scaled).max(0.0)
+}
+
+/// A discrete Gaussian calibrated for integer sensitivity `d`.
+#[derive(Debug, Clone)]
+struct CalibratedDiscreteGaussian {
+    epsilon: f64,
+    delta: f64,
+    sampler: DiscreteGaussianSampler,
+}
+
+impl CalibratedDiscreteGaussian {
+    /// The σ starts at the analytic Gaussian's and grows by 0.01% steps until
+    /// the proven discrete δ fits. The realised sampler's relative deviation η
+    /// makes it (ε_in + 2η, e^η·δ_in + 1e-290)-DP; the inner targets leave room.
+    fn new(epsilon: f64, delta: f64, sensitivity: u64) -> Result<Self> {
+        let (epsilon, delta) = validate_epsilon_delta(epsilon, delta)?;
+        let inner_delta = delta * (1.0 - 1e-6);
+        let mut inner_epsilon = epsilon * (1.0 - CALIBRATION_MARGIN);
+        let mut sigma = analytic_gaussian_sigma(inner_epsilon, inner_delta, sensitivity as f64)?;
+        for _attempt in 0..3 {
+            let mut steps = 0;
+            while discrete_delta_upper_bound(sigma, sensitivity, inner_epsilon) > inner_delta {
+                sigma *= 1.0001;
+                steps += 1;
+                if steps > 200_000 {
+                    return Err(Error::InvalidParameter {
+                        name: "delta",
+                        reason: "the discrete Gaussian could not be calibrated".into(),
+                    });
+                }
+            }
+            let sampler = DiscreteGaussianSampler::new(sigma)?;
+            let spread = sampler.log_spread_bound();
+            if inner_epsilon + 2.0 * spread <= epsilon && spread < 1e-6 {
+                return Ok(Self {
+                    epsilon,
+                    delta,
+                    sampler,
+                });
+            }
+            inner_epsilon = epsilon * (1.0 - CALIBRATION_MARGIN) - 2.0 * spread;
+        }
+        Err(Error::InvalidParameter {
+            name: "epsilon",
+            reason: "cannot be met exactly at these parameters".into(),
+        })
+    }
+
+    fn privacy(&self) -> PrivacyLoss {
+        PrivacyLoss::approximate(self.epsilon, self.delta).expect("validated at construction")
+    }
+
+    fn sigma(&self) -> f64 {
+        self.sampler.sigma()
+    }
+
+    /// A proven upper bound on `P(|Y| > t)`.
+    fn tail_upper_bound(&self, t: u64) -> f64 {
+        (2.0 * discrete_tail_bounds(self.sigma(), t as f64 + 1.0).1).min(1.0)
+    }
+
+    fn half_width_steps(&self, alpha: f64) -> Result<u64> {
+        let alpha = require_alpha(alpha)?;
+        Ok(smallest_integer_with_tail_below(alpha, |t| {
+            self.tail_upper_bound(t)
+        }))
+    }
+}
+
+/// The Gaussian mechanism for real values: (ε, δ)-DP for L2 sensitivity Δ.
+///
+/// # Privacy
+/// σ comes from the analytic Gaussian mechanism. The value is released on a
+/// grid `g = 2^k ≤ min(Δ, σ)/4096` with discrete Gaussian noise of parameter
+/// `σ/g` (raised until the proven discrete δ fits), so no floating-point
+/// artefact leaks the input. The declared (ε, δ) holds with the sampler's
+/// measured deviation included. `privatize_slice` releases each value as its
+/// own scalar query, each at the full (ε, δ).
+///
+/// # Accuracy
+/// `E|X| = σ√(2/π)` and `Var = σ²` of the noise (the discrete Gaussian's
+/// moments equal these within 1e-12 at this resolution); the confidence
+/// half-width comes from a proven tail bound plus `g/2` for rounding.
+///
+/// ```
+/// use dpkit_core::mechanism::{Gaussian, RealMechanism};
+/// let gaussian = Gaussian::new(1.0, 1e-6, 1.0).unwrap();
+/// assert!(gaussian.sigma() > 4.0 && gaussian.sigma() < 5.0);
+/// let _released = gaussian.privatize(10.0).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct Gaussian {
+    analytic_sigma: f64,
+    lattice: Lattice,
+    noise: CalibratedDiscreteGaussian,
+}
+
+impl Gaussian {
+    /// (ε, δ)-DP Gaussian noise for a query of L2 sensitivity `l2_sensitivity`.
+    pub fn new(epsilon: f64, delta: f64, l2_sensitivity: f64) -> Result<Self> {
+        let analytic_sigma = analytic_gaussian_sigma(epsilon, delta, l2_sensitivity)?;
+        let lattice = Lattice::finer_than(l2_sensitivity.min(analytic_sigma), RESOLUTION_BITS)?;
+        let index_sensitivity = lattice.index_sensitivity(l2_sensitivity);
+        let noise = CalibratedDiscreteGaussian::new(epsilon, delta, index_sensitivity)?;
+        Ok(Self {
+            analytic_sigma,
+            lattice,
+            noise,
+        })
+    }
+
+    /// The σ of the noise actually added (in the value's units).
+    pub fn sigma(&self) -> f64 {
+        self.noise.sigma() * self.lattice.spacing()
+    }
+
+    /// The continuous analytic-Gaussian σ for the same (ε, δ, Δ).
+    pub fn analytic_sigma(&self) -> f64 {
+        self.analytic_sigma
+    }
+
+    /// The output grid.
+    pub fn lattice(&self) -> Lattice {
+        self.lattice
+    }
+}
+
+impl RealMechanism for Gaussian {
+    fn privatize_with_rng<R: CryptoRng + ?Sized>(&self, value: f64, rng: &mut R) -> Result<f64> {
+        let index = self.lattice.index_of(value)?;
+        Ok(self
+            .lattice
+            .value_at(index + i128::from(self.noise.sampler.sample(rng))))
+    }
+
+    fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        values: &mut [f64],
+        rng: &mut R,
+    ) -> Result<()> {
+        release_slice_on_lattice(&self.lattice, values, || self.noise.sampler.sample(rng))
+    }
+
+    fn privacy(&self) -> PrivacyLoss {
+        self.noise.privacy()
+    }
+}
+
+impl NoiseAccuracy for Gaussian {
+    fn expected_absolute_error(&self) -> f64 {
+        self.sigma() * (2.0 / PI).sqrt()
+    }
+
+    fn variance(&self) -> f64 {
+        self.sigma().powi(2)
+    }
+
+    fn confidence_half_width(&self, alpha: f64) -> Result<f64> {
+        Ok((self.noise.half_width_steps(alpha)? as f64 + 0.5) * self.lattice.spacing())
+    }
+}
+
+/// The discrete Gaussian mechanism for integer queries: (ε, δ)-DP for integer
+/// L2 sensitivity Δ, σ calibrated exactly for the discrete distribution.
+///
+/// ```
+/// use dpkit_core::mechanism::{DiscreteGaussian, IntegerMechanism};
+/// let counts = DiscreteGaussian::new(0.5, 1e-6, 1).unwrap();
+/// let _noisy = counts.privatize(500).unwrap();
+/// assert!(counts.sigma() > 8.0);
+/// ```
+#[derive(Debug, Clone)]
+pub struct DiscreteGaussian {
+    noise: CalibratedDiscreteGaussian,
+}
+
+impl DiscreteGaussian {
+    /// (ε, δ)-DP discrete Gaussian noise for integer sensitivity ≥ 1.
+    pub fn new(epsilon: f64, delta: f64, l2_sensitivity: u64) -> Result<Self> {
+        if l2_sensitivity == 0 {
+            return Err(Error::InvalidParameter {
+                name: "sensitivity",
+                reason: "must be an integer ≥ 1, got 0".into(),
+            });
+        }
+        Ok(Self {
+            noise: CalibratedDiscreteGaussian::new(epsilon, delta, l2_sensitivity)?,
+        })
+    }
+
+    /// The parameter σ.
+    pub fn sigma(&self) -> f64 {
+        self.noise.sigma()
+    }
+}
+
+impl IntegerMechanism for DiscreteGaussian {
+    fn privatize_with_rng<R: CryptoRng + ?Sized>(&self, value: i64, rng: &mut R) -> i64 {
+        saturating_release(value, self.noise.sampler.sample(rng))
+    }
+
+    fn privacy(&self) -> PrivacyLoss {
+        self.noise.privacy()
+    }
+}
+
+impl NoiseAccuracy for DiscreteGaussian {
+    fn expected_absolute_error(&self) -> f64 {
+        self.sigma() * (2.0 / PI).sqrt()
+    }
+
+    fn variance(&self) -> f64 {
+        self.sigma().powi(2)
+    }
+
+    fn confidence_half_width(&self, alpha: f64) -> Result<f64> {
+        Ok(self.noise.half_width_steps(alpha)? as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn analytic_sigma_meets_delta_and_is_tight() {
+        for &(eps, delta) in &[(0.1, 1e-5), (1.0, 1e-6), (4.0, 1e-9)] {
+            let sigma = analytic_gaussian_sigma(eps, delta, 1.0).unwrap();
+            assert!(continuous_delta(sigma, eps, 1.0) <= delta);
+            assert!(continuous_delta(sigma * (1.0 - 1e-6), eps, 1.0) > delta);
+        }
+    }
+
+    #[test]
+    fn discrete_delta_bound_is_close_to_continuous_for_large_sigma() {
+        let sigma = 5000.0;
+        let cont = continuous_delta(sigma, 1.0, 1024.0);
+        let disc = discrete_delta_upper_bound(sigma, 1024, 1.0);
+        assert!(
+            disc >= cont * 0.999 && disc <= cont * 1.001,
+            "{cont} vs {disc}"
+        );
+    }
+
+    #[test]
+    fn discrete_tail_bounds_bracket_the_exact_sum() {
+        let sigma: f64 = 2.5;
+        let weight = |y: f64| (-(y * y) / (2.0 * sigma * sigma)).exp();
+        let normaliser: f64 = (-200..=200).map(|y| weight(y as f64)).sum();
+        for n in 0..12 {
+            let exact: f64 = (n..=200).map(|y| weight(y as f64)).sum::<f64>() / normaliser;
+            let (lower, upper) = discrete_tail_bounds(sigma, n as f64);
+            assert!(
+                lower <= exact && exact <= upper,
+                "n={n}: {lower} {exact} {upper}"
+            );
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The noise mechanisms.
+//!
+//! | mechanism | input | guarantee | pick it when |
+//! |---|---|---|---|
+//! | [`Laplace`] | real | ε-DP | the classic; error bars everyone knows |
+//! | [`Staircase`] | real | ε-DP | the least absolute (or squared) error for a real value |
+//! | [`TwoSidedGeometric`] | integer | ε-DP | counts: the least error of all integer noises |
+//! | [`DiscreteStaircase`] | integer | ε-DP | integer queries with Δ > 1 |
+//! | [`Gaussian`] / [`DiscreteGaussian`] | real / integer | (ε, δ)-DP | many queries, L2 sensitivity |
+//! | [`BinaryRandomizedResponse`] / [`KaryRandomizedResponse`] | bit / category | ε-DP | local DP: each person randomises their own answer |
+//! | [`ExponentialMechanism`] / [`ReportNoisyMax`] | candidate set | ε-DP | choosing the best of finitely many options |
+//!
+//! Every constructor validates its parameters and returns a typed error;
+//! every mechanism reports the privacy it provides through `privacy()`.
+//! The additive ones share [`RealMechanism`] or [`IntegerMechanism`] and
+//! [`crate::accuracy::NoiseAccuracy`].
+
+use rand_core::CryptoRng;
+
+use crate::accounting::PrivacyLoss;
+use crate::error::{Error, Result};
+use crate::rng::with_thread_secure_rng;
+
+mod exponential;
+mod gaussian;
+mod laplace;
+mod randomized_response;
+mod report_noisy_max;
+mod staircase;
+mod staircase_noise;
+mod two_sided_geometric;
+
+pub use exponential::ExponentialMechanism;
+pub use gaussian::{DiscreteGaussian, Gaussian, analytic_gaussian_sigma};
+pub use laplace::Laplace;
+pub use randomized_response::{BinaryRandomizedResponse, KaryRandomizedResponse};
+pub use report_noisy_max::ReportNoisyMax;
+pub use staircase::{DiscreteStaircase, Staircase, StaircaseGamma};
+pub use two_sided_geometric::TwoSidedGeometric;
+
+/// Mechanisms calibrate their noise to `ε·(1 − CALIBRATION_MARGIN)` so that the
+/// proven bound on the realised privacy loss, which includes the samplers'
+/// measured deviations from their ideal distributions, stays at or below ε.
+pub(crate) const CALIBRATION_MARGIN: f64 = 1e-9;
+
+/// Confirms that a proven realised-loss bound fits the declared ε.
+pub(crate) fn require_within_declared(realised_bound: f64, epsilon: f64) -> Result<()> {
+    if realised_bound <= epsilon {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter {
+            name: "epsilon",
+            reason: format!(
+                "cannot be met exactly at these parameters (proven bound {realised_bound} exceeds {epsilon})"
+            ),
+        })
+    }
+}
+
+/// A mechanism that releases a real value with additive noise.
+pub trait RealMechanism {
+    /// Releases `value` using `rng`. Fails on a non-finite or out-of-range value.
+    fn privatize_with_rng<R: CryptoRng + ?Sized>(&self, value: f64, rng: &mut R) -> Result<f64>;
+
+    /// Replaces every value in `values` by its private release, each at this
+    /// mechanism's privacy cost; validates all values before changing any.
+    fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        values: &mut [f64],
+        rng: &mut R,
+    ) -> Result<()>;
+
+    /// The guarantee of one release.
+    fn privacy(&self) -> PrivacyLoss;
+
+    /// Releases `value` with this thread's OS-seeded [`crate::rng::SecureRng`].
+    fn privatize(&self, value: f64) -> Result<f64> {
+        with_thread_secure_rng(|rng| self.privatize_with_rng(value, rng))?
+    }
+
+    /// [`RealMechanism::privatize_slice_with_rng`] with this thread's secure generator.
+    fn privatize_slice(&self, values: &mut [f64]) -> Result<()> {
+        with_thread_secure_rng(|rng| self.privatize_slice_with_rng(values, rng))?
+    }
+}
+
+/// A mechanism that releases an integer with additive integer noise.
+pub trait IntegerMechanism {
+    /// Releases `value` using `rng` (saturating at the ends of `i64`).
+    fn privatize_with_rng<R: CryptoRng + ?Sized>(&self, value: i64, rng: &mut R) -> i64;
+
+    /// Replaces every value in `values` by its private release, each at this
+    /// mechanism's privacy cost.
+    fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(&self, values: &mut [i64], rng: &mut R) {
+        for value in values {
+            *value = self.privatize_with_rng(*value, rng);
+        }
+    }
+
+    /// The guarantee of one release.
+    fn privacy(&self) -> PrivacyLoss;
+
+    /// Releases `value` with this thread's OS-seeded [`crate::rng::SecureRng`].
+    fn privatize(&self, value: i64) -> Result<i64> {
+        with_thread_secure_rng(|rng| self.privatize_with_rng(value, rng))
+    }
+
+    /// [`IntegerMechanism::privatize_slice_with_rng`] with this thread's secure generator.
+    fn privatize_slice(&self, values: &mut [i64]) -> Result<()> {
+        with_thread_secure_rng(|rng| self.privatize_slice_with_rng(values, rng))
+    }
+}
+
+/// Adds integer noise to an integer, saturating (a fixed post-processing).
+#[inline]
+pub(crate) fn saturating_release(value: i64, noise: i64) -> i64 {
+    value.saturating_add(noise)
+}
+
+/// Rounds every value of a slice to `lattice` first (so a bad value changes
+/// nothing), then replaces each by its grid value plus `noise()` steps.
+pub(crate) fn release_slice_on_lattice(
+    lattice: &crate::lattice::Lattice,
+    values: &mut [f64],
+    mut noise: impl FnMut() -> i64,
+) -> Result<()> {
+    for value in values.iter() {
+        lattice.index_of(*value)?;
+    }
+    for value in values.iter_mut() {
+        let index = lattice.index_of(*value)?;
+        *value = lattice.value_at(index + i128::from(noise()));
+    }
+    Ok(())
+}

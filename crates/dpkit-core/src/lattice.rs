@@ -12,8 +12,9 @@
 
 use crate::error::{Error, Result};
 
-/// Grid positions are kept below 2^100 in magnitude.
-const MAX_INDEX_MAGNITUDE: f64 = 1.2676506002282294e30; // 2^100
+/// Grid positions are kept below 2^62 in magnitude, so that index arithmetic
+/// stays in `i64` (fast, exact) with room for the noise.
+const MAX_INDEX_MAGNITUDE: f64 = 4_611_686_018_427_387_904.0; // 2^62
 
 /// A grid of spacing `2^k`.
 ///
@@ -28,6 +29,7 @@ const MAX_INDEX_MAGNITUDE: f64 = 1.2676506002282294e30; // 2^100
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lattice {
     spacing: f64,
+    inverse_spacing: f64,
 }
 
 impl Lattice {
@@ -49,6 +51,7 @@ impl Lattice {
         }
         Ok(Self {
             spacing: 2f64.powi(exponent),
+            inverse_spacing: 2f64.powi(-exponent),
         })
     }
 
@@ -58,23 +61,28 @@ impl Lattice {
     }
 
     /// The grid index nearest to `value` (ties upwards), without any rounding
-    /// error: `value / g` is exact and so are `floor` and the tie test.
-    pub fn index_of(&self, value: f64) -> Result<i128> {
+    /// error: `value · 2^(−k)` is exact and so are `floor` and the tie test.
+    /// Values beyond `2^62·g` in magnitude are refused.
+    #[inline]
+    pub fn index_of(&self, value: f64) -> Result<i64> {
         if !value.is_finite() {
             return Err(Error::NonFiniteValue);
         }
-        let scaled = value / self.spacing;
+        let scaled = value * self.inverse_spacing;
         if scaled.abs() >= MAX_INDEX_MAGNITUDE {
             return Err(Error::ValueOutOfRange);
         }
-        let floor = scaled.floor();
-        let round_up = scaled - floor >= 0.5;
-        Ok(floor as i128 + i128::from(round_up))
+        // floor without a libm call: truncate, then step down for negatives.
+        let truncated = scaled as i64;
+        let floor = truncated - i64::from((truncated as f64) > scaled);
+        let round_up = scaled - floor as f64 >= 0.5;
+        Ok(floor + i64::from(round_up))
     }
 
     /// The value of grid point `index` (rounded to the nearest double when the
     /// index needs more than 53 bits: a fixed function of the index).
-    pub fn value_at(&self, index: i128) -> f64 {
+    #[inline]
+    pub fn value_at(&self, index: i64) -> f64 {
         index as f64 * self.spacing
     }
 
@@ -117,7 +125,7 @@ mod tests {
             let q = -3.0 + k as f64 * 0.00731;
             let a = grid.index_of(q).unwrap();
             let b = grid.index_of(q + 1.0).unwrap();
-            assert!((b - a).unsigned_abs() <= u128::from(grid.index_sensitivity(1.0)));
+            assert!((b - a).unsigned_abs() <= grid.index_sensitivity(1.0));
         }
     }
 

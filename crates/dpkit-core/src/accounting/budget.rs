@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 /// Resolution of the ledger: ε and δ are counted in whole units of 10⁻¹⁵, so
 /// that decimal spends add up exactly (0.1 + 0.2 spends exactly 0.3). Each
 /// spend is rounded to the nearest unit; dpkit's own mechanisms realise at
-/// most ε·(1 − 10⁻⁹) of their declared ε, which absorbs that rounding.
+/// most ε·(1 − 10⁻⁶) of their declared ε, which absorbs that rounding.
 const UNITS_PER_ONE: f64 = 1e15;
 
 fn to_units(value: f64) -> u128 {

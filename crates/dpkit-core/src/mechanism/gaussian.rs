@@ -269,7 +269,7 @@ impl RealMechanism for Gaussian {
         let index = self.lattice.index_of(value)?;
         Ok(self
             .lattice
-            .value_at(index + i128::from(self.noise.sampler.sample(rng))))
+            .value_at(index.saturating_add(self.noise.sampler.sample(rng))))
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(

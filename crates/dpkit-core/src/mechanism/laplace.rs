@@ -9,15 +9,16 @@ use crate::error::{Result, require_positive};
 use crate::lattice::Lattice;
 use crate::sampling::TwoSidedGeometricSampler;
 
-/// Grid points per `min(Δ, λ)`: at least 2^12.
-const RESOLUTION_BITS: i32 = 12;
+/// Grid points per `min(Δ, λ)`: at least 2^10 (rounding moves a value by at
+/// most λ/2048), few enough that one alias table of ≤ 4096 cells covers a scale.
+const RESOLUTION_BITS: i32 = 10;
 
 /// The Laplace mechanism: density `e^(−|x|/λ)/(2λ)`, `λ = Δ/ε` (reference §Laplace).
 ///
 /// # Privacy
 /// Exactly ε-DP, floating point included. The true value is rounded to a grid
 /// of spacing `g = 2^k ≤ min(Δ, λ)/4096` and moved by `g·Z`, where `Z` is a
-/// two-sided geometric with `P(Z = z) ∝ e^(−s|z|)` and `s = ε(1 − 10⁻⁹)/⌈Δ/g⌉`:
+/// two-sided geometric with `P(Z = z) ∝ e^(−s|z|)` and `s = ε(1 − 10⁻⁶)/⌈Δ/g⌉`:
 /// the discrete Laplace, which on this grid is the Laplace distribution
 /// sampled at grid points. Outputs are grid points for every input, and every
 /// grid point is reachable from every input. The realised loss, including the
@@ -26,7 +27,7 @@ const RESOLUTION_BITS: i32 = 12;
 ///
 /// # Accuracy
 /// The noise's `E|X|` and variance are those of the discrete Laplace on the
-/// grid (within 0.03% of `λ` and `2λ²`); grid rounding adds at most `g/2`.
+/// grid (within 0.1% of `λ` and `2λ²`); grid rounding adds at most `g/2`.
 ///
 /// ```
 /// use dpkit_core::mechanism::{Laplace, RealMechanism};
@@ -87,7 +88,7 @@ impl RealMechanism for Laplace {
         let index = self.lattice.index_of(value)?;
         Ok(self
             .lattice
-            .value_at(index + i128::from(self.noise.sample(rng))))
+            .value_at(index.saturating_add(self.noise.sample(rng))))
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(

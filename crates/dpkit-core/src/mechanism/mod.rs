@@ -38,10 +38,10 @@ pub use report_noisy_max::ReportNoisyMax;
 pub use staircase::{DiscreteStaircase, Staircase, StaircaseGamma};
 pub use two_sided_geometric::TwoSidedGeometric;
 
-/// Mechanisms calibrate their noise to `ε·(1 − CALIBRATION_MARGIN)` so that the
+/// Mechanisms calibrate their noise to `ε·(1 − 10⁻⁶)` so that the
 /// proven bound on the realised privacy loss, which includes the samplers'
 /// measured deviations from their ideal distributions, stays at or below ε.
-pub(crate) const CALIBRATION_MARGIN: f64 = 1e-9;
+pub(crate) const CALIBRATION_MARGIN: f64 = 1e-6;
 
 /// Confirms that a proven realised-loss bound fits the declared ε.
 pub(crate) fn require_within_declared(realised_bound: f64, epsilon: f64) -> Result<()> {
@@ -117,8 +117,9 @@ pub(crate) fn saturating_release(value: i64, noise: i64) -> i64 {
     value.saturating_add(noise)
 }
 
-/// Rounds every value of a slice to `lattice` first (so a bad value changes
-/// nothing), then replaces each by its grid value plus `noise()` steps.
+/// Checks every value of a slice first (so a bad value changes nothing), then
+/// replaces each by its grid value plus `noise()` steps, saturating at the
+/// ends of `i64` (a fixed function of the exact sum, so post-processing).
 pub(crate) fn release_slice_on_lattice(
     lattice: &crate::lattice::Lattice,
     values: &mut [f64],
@@ -129,7 +130,7 @@ pub(crate) fn release_slice_on_lattice(
     }
     for value in values.iter_mut() {
         let index = lattice.index_of(*value)?;
-        *value = lattice.value_at(index + i128::from(noise()));
+        *value = lattice.value_at(index.saturating_add(noise()));
     }
     Ok(())
 }

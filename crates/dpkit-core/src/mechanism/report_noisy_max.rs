@@ -67,9 +67,9 @@ impl ReportNoisyMax {
             .iter()
             .map(|&u| self.lattice.index_of(u))
             .collect::<Result<Vec<_>>>()?;
-        let mut best = (i128::MIN, 0usize);
+        let mut best = (i64::MIN, 0usize);
         for (candidate, index) in indices.into_iter().enumerate() {
-            let noisy = index + i128::from(self.noise.sample(rng));
+            let noisy = index.saturating_add(self.noise.sample(rng));
             if noisy > best.0 {
                 best = (noisy, candidate);
             }

@@ -12,8 +12,9 @@ use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_b
 use crate::error::{Error, Result, require_positive, require_unit_interval};
 use crate::lattice::Lattice;
 
-/// Grid points per Δ for the real-valued staircase: at least 2^30.
-const RESOLUTION_BITS: i32 = 30;
+/// Grid points per Δ for the real-valued staircase: at least 2^20, so values
+/// up to 2^41·Δ fit the grid and the period is within 2⁻²⁰ of Δ.
+const RESOLUTION_BITS: i32 = 20;
 
 /// Which γ the staircase uses.
 ///
@@ -57,13 +58,13 @@ impl StaircaseGamma {
 ///
 /// # Privacy
 /// Exactly ε-DP, floating point included: the true value is rounded to a grid
-/// of spacing `g = 2^k ≤ Δ/2^30` and moved by `g·Z`, with `Z` the discrete
+/// of spacing `g = 2^k ≤ Δ/2^20` and moved by `g·Z`, with `Z` the discrete
 /// staircase of period `N = ⌈Δ/g⌉` and rise `r = round(γN)`, which is the
 /// continuous staircase sampled on the grid. Every grid point is reachable
 /// from every input; the realised loss is proven ≤ ε at construction.
 ///
 /// # Accuracy
-/// `E|X|` and the variance are the discrete staircase's (within 1e-8 of the
+/// `E|X|` and the variance are the discrete staircase's (within 1e-6 of the
 /// continuous closed forms); rounding to the grid adds at most `g/2`.
 ///
 /// ```
@@ -138,7 +139,7 @@ impl RealMechanism for Staircase {
         let index = self.lattice.index_of(value)?;
         Ok(self
             .lattice
-            .value_at(index + i128::from(self.noise.sample(rng))))
+            .value_at(index.saturating_add(self.noise.sample(rng))))
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(

@@ -61,6 +61,23 @@ impl ExactBernoulli {
         self.probability
     }
 
+    /// Whether a trial reads at most the top 63 bits of one word, leaving the
+    /// lowest bit of that word unused (and so independent of the outcome).
+    pub fn leaves_lowest_bit(&self) -> bool {
+        self.exponent <= 63
+    }
+
+    /// One trial that reads only the top bits of `word`; valid only when
+    /// [`ExactBernoulli::leaves_lowest_bit`] holds.
+    #[inline]
+    pub(crate) fn decide_with_word(&self, word: u64) -> bool {
+        debug_assert!(self.leaves_lowest_bit());
+        if self.exponent == 0 {
+            return self.numerator == 1;
+        }
+        (word >> (64 - self.exponent)) < self.numerator
+    }
+
     /// One trial.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> bool {

@@ -4,10 +4,11 @@
 //! A geometric variable `G` with `P(G = i) ∝ α^i`, `α = e^(-s)`, splits exactly
 //! as `G = R + M·G'` with `R` a geometric truncated to `0..M` and `G'` an
 //! independent geometric of ratio `α^M` (reference §Two-sided geometric). We
-//! apply the split repeatedly with blocks `M ≤ 2048` until the top ratio
-//! `β = α^(M₁M₂…)` is at most ¼, then sample:
-//! * each remainder `R` from a table of 63-bit integer cumulative bounds (one
-//!   random word, a guide-table lookup and on average under two comparisons);
+//! apply the split repeatedly with power-of-two blocks `M ≤ 2048` until the
+//! top ratio `β = α^(M₁M₂…)` is at most ¼, then sample:
+//! * each remainder `R` from an alias table (Walker/Vose) with integer
+//!   thresholds: one random word, its top bits pick a column and the rest
+//!   are compared with the column's threshold, without a branch;
 //! * the top `G'` by repeated [`ExactBernoulli`] trials of probability
 //!   `β̃ ≥ β` (rounded up on purpose: a larger ratio only adds privacy).
 //!
@@ -28,75 +29,86 @@ use super::ExactBernoulli;
 use crate::error::{Error, Result, require_positive};
 
 const LN_4: f64 = 2.0 * LN_2;
-const MAX_BLOCK: u64 = 2048;
+const MAX_BLOCK_BITS: u32 = 12;
 const LOW_63_BITS: u64 = (1u64 << 63) - 1;
-const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 /// Upper bound on `ln β̃ − ln β`: β̃ is β inflated by 2⁻⁵⁰ and rounded up, on top of
 /// at most three roundings of `exp` and the products feeding it.
 const TOP_RATIO_EXCESS_BOUND: f64 = 8.0 * f64::EPSILON;
 
-/// One level of the split: the truncated geometric on `0..block`.
+/// One level of the split: the truncated geometric on `0..2^block_bits`, as
+/// an alias table over 63-bit words.
 #[derive(Debug, Clone)]
 struct RemainderTable {
-    block: u64,
-    /// `cumulative_upper[r]`: the realised `P(R ≤ r)` times 2⁶³; the last is 2⁶³.
-    cumulative_upper: Box<[u64]>,
-    guide: Box<[u16]>,
-    guide_shift: u32,
+    block_bits: u32,
+    /// Column `c` yields `c` when the word's low bits are below `keep[c]`,
+    /// else `alias[c]`.
+    keep: Box<[u64]>,
+    alias: Box<[u32]>,
     /// max − min over r of `ln(realised P(r)) − ln(ideal P(r))`.
     log_spread: f64,
 }
 
 impl RemainderTable {
-    fn new(unit_log_ratio: f64, block: u64) -> Self {
+    fn new(unit_log_ratio: f64, block_bits: u32) -> Self {
         let s = unit_log_ratio;
+        let block = 1usize << block_bits;
+        let threshold_bits = 63 - block_bits;
+        let full = 1u64 << threshold_bits;
         let block_mass = -(-(block as f64) * s).exp_m1();
-        let mut cumulative_upper = Vec::with_capacity(block as usize);
-        for r in 0..block - 1 {
-            let cdf = -(-((r + 1) as f64) * s).exp_m1() / block_mass;
-            cumulative_upper.push((cdf * TWO_POW_63).round() as u64);
-        }
-        cumulative_upper.push(1u64 << 63);
-
         let log_first = (-(-s).exp_m1()).ln() - block_mass.ln();
-        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
-        let mut previous = 0u64;
-        for (r, &upper) in cumulative_upper.iter().enumerate() {
-            assert!(upper > previous, "every remainder keeps positive mass");
-            let realised = ((upper - previous) as f64).ln() - 63.0 * LN_2;
-            let ideal = log_first - r as f64 * s;
-            low = low.min(realised - ideal);
-            high = high.max(realised - ideal);
-            previous = upper;
+        let ideal_log = |r: usize| log_first - r as f64 * s;
+
+        // Vose's alias method on the masses scaled to mean 1.
+        let mut scaled: Vec<f64> = (0..block)
+            .map(|r| ideal_log(r).exp() * block as f64)
+            .collect();
+        let mut keep = vec![full; block];
+        let mut alias: Vec<u32> = (0..block as u32).collect();
+        let (mut small, mut large): (Vec<usize>, Vec<usize>) =
+            (0..block).partition(|&r| scaled[r] < 1.0);
+        while let (Some(&s_col), Some(&l_col)) = (small.last(), large.last()) {
+            small.pop();
+            keep[s_col] = ((scaled[s_col] * full as f64).round() as u64).min(full);
+            alias[s_col] = l_col as u32;
+            scaled[l_col] -= 1.0 - scaled[s_col];
+            if scaled[l_col] < 1.0 {
+                large.pop();
+                small.push(l_col);
+            }
         }
 
-        let guide_bits = block.next_power_of_two().trailing_zeros().max(1);
-        let guide_shift = 63 - guide_bits;
-        let mut guide = Vec::with_capacity(1 << guide_bits);
-        let mut r = 0usize;
-        for bucket in 0..(1u64 << guide_bits) {
-            let bucket_start = bucket << guide_shift;
-            while cumulative_upper[r] <= bucket_start {
-                r += 1;
-            }
-            guide.push(r as u16);
+        // The realised masses, exactly, as numerators over 2^63.
+        let mut numerators = vec![0u128; block];
+        for column in 0..block {
+            numerators[column] += u128::from(keep[column]);
+            numerators[alias[column] as usize] += u128::from(full - keep[column]);
+        }
+        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+        for (r, &numerator) in numerators.iter().enumerate() {
+            assert!(numerator > 0, "every remainder keeps positive mass");
+            let realised = (numerator as f64).ln() - 63.0 * LN_2;
+            low = low.min(realised - ideal_log(r));
+            high = high.max(realised - ideal_log(r));
         }
         Self {
-            block,
-            cumulative_upper: cumulative_upper.into_boxed_slice(),
-            guide: guide.into_boxed_slice(),
-            guide_shift,
+            block_bits,
+            keep: keep.into_boxed_slice(),
+            alias: alias.into_boxed_slice(),
             log_spread: high - low,
         }
     }
 
     #[inline]
     fn remainder(&self, uniform63: u64) -> u64 {
-        let mut r = self.guide[(uniform63 >> self.guide_shift) as usize] as usize;
-        while uniform63 >= self.cumulative_upper[r] {
-            r += 1;
+        let column = (uniform63 >> (63 - self.block_bits)) as usize;
+        let threshold = uniform63 & ((1u64 << (63 - self.block_bits)) - 1);
+        let keep = self.keep[column];
+        let alias = u64::from(self.alias[column]);
+        if threshold < keep {
+            column as u64
+        } else {
+            alias
         }
-        r as u64
     }
 }
 
@@ -130,20 +142,12 @@ impl GeometricSampler {
         let mut level_ratio = s;
         let mut top_period = 1.0;
         while level_ratio < LN_4 {
-            let wanted = (LN_4 / level_ratio).ceil();
-            let block = if wanted <= MAX_BLOCK as f64 {
-                wanted as u64
-            } else {
-                MAX_BLOCK
-            };
-            levels.push(RemainderTable::new(level_ratio, block));
-            // Exact when block is the power of two MAX_BLOCK; the last level's
-            // product only feeds β, whose rounding is covered by the inflation below.
-            level_ratio *= block as f64;
-            top_period *= block as f64;
-            if block < MAX_BLOCK {
-                break;
-            }
+            let wanted = (LN_4 / level_ratio).log2().ceil().max(1.0);
+            let block_bits = (wanted as u32).min(MAX_BLOCK_BITS);
+            levels.push(RemainderTable::new(level_ratio, block_bits));
+            // Exact: the block is a power of two.
+            level_ratio *= (1u64 << block_bits) as f64;
+            top_period *= (1u64 << block_bits) as f64;
         }
         if top_period > 2f64.powi(60) {
             return Err(Error::InvalidParameter {
@@ -180,8 +184,36 @@ impl GeometricSampler {
     /// One draw.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        let first = rng.next_u64() & LOW_63_BITS;
+        let first = if self.levels.is_empty() {
+            0
+        } else {
+            rng.next_u64() & LOW_63_BITS
+        };
         self.sample_with_first_word(first, rng)
+    }
+
+    /// One draw and an independent fair sign bit, taken from a word whose
+    /// remaining bits the draw uses.
+    #[inline]
+    fn sample_with_sign<R: Rng + ?Sized>(&self, rng: &mut R) -> (bool, u64) {
+        let word = rng.next_u64();
+        if !self.levels.is_empty() {
+            return (
+                word >> 63 == 1,
+                self.sample_with_first_word(word & LOW_63_BITS, rng),
+            );
+        }
+        if self.top_continue.leaves_lowest_bit() {
+            let mut value = 0;
+            if self.top_continue.decide_with_word(word) {
+                value = 1;
+                while self.top_continue.sample(rng) {
+                    value += 1;
+                }
+            }
+            return (word & 1 == 1, value);
+        }
+        (word & 1 == 1, self.sample_with_first_word(0, rng))
     }
 
     /// One draw whose finest remainder uses `uniform63` (63 uniform bits the
@@ -199,9 +231,12 @@ impl GeometricSampler {
             } else {
                 rng.next_u64() & LOW_63_BITS
             };
-            value = value
-                .saturating_mul(level.block)
-                .saturating_add(level.remainder(uniform));
+            // Saturates at u64::MAX: a fixed function of the exact value.
+            value = if value >> (64 - level.block_bits) != 0 {
+                u64::MAX
+            } else {
+                value << level.block_bits | level.remainder(uniform)
+            };
         }
         value
     }
@@ -210,8 +245,9 @@ impl GeometricSampler {
 /// Two-sided geometric (discrete Laplace): `P(Z = z) ∝ e^(-s·|z|)` on all integers.
 ///
 /// Sampled as a random sign times a [`GeometricSampler`] magnitude, rejecting
-/// "minus zero" so that zero is not counted twice. The privacy-loss bound of
-/// a shift is the one-sided bound, since `||z| − |z + d|| ≤ d`.
+/// "minus zero" so that zero is not counted twice; the loss of a shift `d` is
+/// then the one-sided bound, since `||z| − |z + d|| ≤ d`. The sign is a bit
+/// of a word the magnitude draw leaves unread, so it costs no extra word.
 ///
 /// ```
 /// use dpkit_core::sampling::TwoSidedGeometricSampler;
@@ -275,12 +311,8 @@ impl TwoSidedGeometricSampler {
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
         loop {
-            let word = rng.next_u64();
-            let negative = word >> 63 == 1;
-            let magnitude = self
-                .magnitude
-                .sample_with_first_word(word & LOW_63_BITS, rng)
-                .min(i64::MAX as u64) as i64;
+            let (negative, magnitude) = self.magnitude.sample_with_sign(rng);
+            let magnitude = magnitude.min(i64::MAX as u64) as i64;
             match (negative, magnitude) {
                 (true, 0) => continue,
                 (true, m) => return -m,

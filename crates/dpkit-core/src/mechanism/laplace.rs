@@ -76,6 +76,11 @@ impl Laplace {
         self.lattice
     }
 
+    /// The noise in grid steps, with its closed forms.
+    pub fn noise(&self) -> &TwoSidedGeometricSampler {
+        &self.noise
+    }
+
     /// The proven upper bound on the realised privacy loss (≤ ε).
     pub fn realised_epsilon_bound(&self) -> f64 {
         self.noise.log_ratio_bound(self.index_sensitivity)

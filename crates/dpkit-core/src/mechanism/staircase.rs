@@ -131,6 +131,11 @@ impl Staircase {
     pub fn probability_of_steps(&self, steps: i64) -> f64 {
         self.noise.probability(steps)
     }
+
+    /// `P(|noise| > t·g)` of the ideal discrete distribution.
+    pub fn tail_probability_of_steps(&self, steps: u64) -> f64 {
+        self.noise.tail_probability(steps)
+    }
 }
 
 impl RealMechanism for Staircase {
@@ -241,6 +246,11 @@ impl DiscreteStaircase {
     /// `P(Z = k)` of the ideal distribution.
     pub fn probability_of_noise(&self, k: i64) -> f64 {
         self.noise.probability(k)
+    }
+
+    /// `P(|Z| > t)` of the ideal distribution.
+    pub fn tail_probability(&self, t: u64) -> f64 {
+        self.noise.tail_probability(t)
     }
 }
 

@@ -1,0 +1,3 @@
+pub mod naive_laplace;
+pub mod privacy_check;
+pub mod stats;

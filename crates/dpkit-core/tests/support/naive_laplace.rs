@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! The textbook floating-point Laplace mechanism, kept only as a bad example:
 //! tests show the privacy checks catch it, benchmarks time against it.
 //! Never use it on real data (Mironov 2012).

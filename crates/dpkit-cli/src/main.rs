@@ -1,1 +1,288 @@
-fn main() {}
+//! `dpkit`: differentially private releases from the command line.
+
+use std::io::{self, BufRead, BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use dpkit_core::accuracy::NoiseAccuracy;
+use dpkit_core::mechanism::{
+    DiscreteGaussian, DiscreteStaircase, Gaussian, IntegerMechanism, Laplace, RealMechanism,
+    Staircase, StaircaseGamma, TwoSidedGeometric,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "dpkit",
+    version,
+    about = "Differentially private statistics: noise mechanisms with error bars"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Privatize numbers (one per line on standard input, or a CSV column)
+    /// and print each released value with its error bar.
+    ///
+    /// Every value is released separately at the given ε: releasing n values
+    /// about the same people costs n·ε (sequential composition).
+    Noise(NoiseArgs),
+}
+
+#[derive(Parser)]
+#[command(allow_negative_numbers = true)]
+struct NoiseArgs {
+    /// Which noise to add.
+    #[arg(long, value_enum)]
+    mechanism: MechanismName,
+    /// Privacy parameter ε (> 0): smaller is more private and noisier.
+    #[arg(long)]
+    epsilon: f64,
+    /// How much one person can change each value (L1; L2 for gaussian).
+    /// Integer mechanisms need a whole number ≥ 1.
+    #[arg(long)]
+    sensitivity: f64,
+    /// δ for the gaussian mechanisms.
+    #[arg(long)]
+    delta: Option<f64>,
+    /// γ ∈ [0, 1] for the staircase (default: the L1-optimal γ).
+    #[arg(long)]
+    gamma: Option<f64>,
+    /// Confidence level of the printed error bars.
+    #[arg(long, default_value_t = 0.95)]
+    confidence: f64,
+    /// Read this CSV file instead of standard input (first row: header).
+    #[arg(long)]
+    input: Option<std::path::PathBuf>,
+    /// Take the values from this CSV column (needs a header row).
+    #[arg(long)]
+    column: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// The mechanisms, and when to pick each.
+#[derive(Clone, Copy, ValueEnum)]
+enum MechanismName {
+    /// Real values, ε-DP. The classic: E|X| = Δ/ε. Pick it for comparability.
+    Laplace,
+    /// Real values, ε-DP, the least absolute error of any additive noise
+    /// (E|X| = Δ/(2 sinh(ε/2))): 5% better than Laplace at ε ≈ 1, 2× at ε ≈ 4.4.
+    Staircase,
+    /// Real values, ε-DP, the staircase with the least variance.
+    StaircaseL2,
+    /// Integers (counts), ε-DP: the two-sided geometric, optimal for counts.
+    Geometric,
+    /// Integers with sensitivity Δ > 1, ε-DP: the discrete staircase.
+    DiscreteStaircase,
+    /// Real values, (ε, δ)-DP over L2 sensitivity: for many queries at once.
+    Gaussian,
+    /// Integers, (ε, δ)-DP: the discrete Gaussian.
+    DiscreteGaussian,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum Format {
+    /// `released ± half-width`
+    Text,
+    /// `released,half_width` with a header row
+    Csv,
+}
+
+enum Built {
+    Real(Box<dyn Fn(f64) -> dpkit_core::Result<f64>>, f64),
+    Integer(Box<dyn Fn(i64) -> dpkit_core::Result<i64>>, f64),
+}
+
+fn integer_sensitivity(sensitivity: f64) -> Result<u64> {
+    if sensitivity >= 1.0 && sensitivity.fract() == 0.0 && sensitivity <= 1e15 {
+        Ok(sensitivity as u64)
+    } else {
+        bail!("this mechanism needs a whole-number --sensitivity ≥ 1, got {sensitivity}")
+    }
+}
+
+fn real<M: RealMechanism + NoiseAccuracy + 'static>(mechanism: M, alpha: f64) -> Result<Built> {
+    let half_width = mechanism.confidence_half_width(alpha)?;
+    Ok(Built::Real(
+        Box::new(move |v| mechanism.privatize(v)),
+        half_width,
+    ))
+}
+
+fn integer<M: IntegerMechanism + NoiseAccuracy + 'static>(
+    mechanism: M,
+    alpha: f64,
+) -> Result<Built> {
+    let half_width = mechanism.confidence_half_width(alpha)?;
+    Ok(Built::Integer(
+        Box::new(move |v| mechanism.privatize(v)),
+        half_width,
+    ))
+}
+
+fn build(args: &NoiseArgs) -> Result<Built> {
+    let alpha = 1.0 - args.confidence;
+    let (eps, sens) = (args.epsilon, args.sensitivity);
+    let need_delta = || args.delta.context("the gaussian mechanisms need --delta");
+    let gamma = match (args.mechanism, args.gamma) {
+        (MechanismName::StaircaseL2, None) => StaircaseGamma::L2Optimal,
+        (_, Some(g)) => StaircaseGamma::Value(g),
+        (_, None) => StaircaseGamma::L1Optimal,
+    };
+    match args.mechanism {
+        MechanismName::Laplace => real(Laplace::new(eps, sens)?, alpha),
+        MechanismName::Staircase | MechanismName::StaircaseL2 => {
+            real(Staircase::with_gamma(eps, sens, gamma)?, alpha)
+        }
+        MechanismName::Gaussian => real(Gaussian::new(eps, need_delta()?, sens)?, alpha),
+        MechanismName::Geometric => integer(
+            TwoSidedGeometric::new(eps, integer_sensitivity(sens)?)?,
+            alpha,
+        ),
+        MechanismName::DiscreteStaircase => integer(
+            DiscreteStaircase::new(eps, integer_sensitivity(sens)?)?,
+            alpha,
+        ),
+        MechanismName::DiscreteGaussian => integer(
+            DiscreteGaussian::new(eps, need_delta()?, integer_sensitivity(sens)?)?,
+            alpha,
+        ),
+    }
+}
+
+/// Six significant digits, rounded up so the error bar never shrinks.
+fn significant(value: f64) -> String {
+    if value == 0.0 {
+        return "0".into();
+    }
+    let decimals = (5 - value.abs().log10().floor() as i32).max(0);
+    let scale = 10f64.powi(decimals);
+    format!("{:.*}", decimals as usize, (value * scale).ceil() / scale)
+}
+
+/// The raw text of each value with its 1-based line number; never echoed in errors.
+fn read_values(args: &NoiseArgs) -> Result<Vec<(usize, String)>> {
+    let reader: Box<dyn BufRead> = match &args.input {
+        Some(path) => Box::new(io::BufReader::new(
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+        )),
+        None => Box::new(io::stdin().lock()),
+    };
+    let mut lines = reader.lines().enumerate();
+    let column = match &args.column {
+        None if args.input.is_some() => {
+            bail!("--input needs --column to say which CSV column to release")
+        }
+        None => None,
+        Some(name) => {
+            let (_, header) = lines
+                .next()
+                .context("the input is empty: expected a CSV header row")?;
+            let header = header.context("cannot read the header row")?;
+            let index = header
+                .split(',')
+                .position(|field| field.trim() == name)
+                .with_context(|| format!("no column named '{name}' in the header"))?;
+            Some(index)
+        }
+    };
+    let mut values = Vec::new();
+    for (index, line) in lines {
+        let line = line.with_context(|| format!("cannot read line {}", index + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let field = match column {
+            None => line.trim().to_string(),
+            Some(c) => line
+                .split(',')
+                .nth(c)
+                .with_context(|| format!("line {} has too few fields", index + 1))?
+                .trim()
+                .to_string(),
+        };
+        values.push((index + 1, field));
+    }
+    Ok(values)
+}
+
+fn noise(args: &NoiseArgs) -> Result<()> {
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        bail!(
+            "--confidence must lie strictly between 0 and 1, got {}",
+            args.confidence
+        );
+    }
+    let mechanism = build(args)?;
+    let values = read_values(args)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.format == Format::Csv {
+        writeln!(out, "released,half_width")?;
+    }
+    let mut released = Vec::with_capacity(values.len());
+    // Parse everything first: a bad line stops the run before any release.
+    match &mechanism {
+        Built::Real(release, half_width) => {
+            let parsed = values
+                .iter()
+                .map(|(line, text)| {
+                    text.parse::<f64>()
+                        .map_err(|_| anyhow::anyhow!("line {line}: not a number"))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for value in parsed {
+                released.push((format!("{}", release(value)?), *half_width));
+            }
+        }
+        Built::Integer(release, half_width) => {
+            let parsed = values
+                .iter()
+                .map(|(line, text)| {
+                    text.parse::<i64>().map_err(|_| {
+                        anyhow::anyhow!(
+                            "line {line}: not an integer (this mechanism releases integers)"
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for value in parsed {
+                released.push((format!("{}", release(value)?), *half_width));
+            }
+        }
+    }
+    for (value, half_width) in released {
+        let half_width = significant(half_width);
+        match args.format {
+            Format::Text => writeln!(out, "{value} ± {half_width}")?,
+            Format::Csv => writeln!(out, "{value},{half_width}")?,
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Noise(args) => noise(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            if let Some(io_error) = error.downcast_ref::<io::Error>()
+                && io_error.kind() == io::ErrorKind::BrokenPipe
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("dpkit: error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -35,10 +35,11 @@ const LOW_63_BITS: u64 = (1u64 << 63) - 1;
 /// at most three roundings of `exp` and the products feeding it.
 const TOP_RATIO_EXCESS_BOUND: f64 = 8.0 * f64::EPSILON;
 
-/// One level of the split: the truncated geometric on `0..2^block_bits`, as
-/// an alias table over 63-bit words.
+/// A distribution over `0..2^block_bits` as an alias table over 63-bit words:
+/// a level of the split (the truncated geometric), or the bulk of a two-sided
+/// geometric with its tail as the last cell.
 #[derive(Debug, Clone)]
-struct RemainderTable {
+struct AliasTable {
     block_bits: u32,
     /// Column `c` yields `c` when the word's low bits are below `keep[c]`,
     /// else `alias[c]`.
@@ -48,15 +49,21 @@ struct RemainderTable {
     log_spread: f64,
 }
 
-impl RemainderTable {
-    fn new(unit_log_ratio: f64, block_bits: u32) -> Self {
+impl AliasTable {
+    /// The truncated geometric `P(R = r) ∝ e^(−s·r)` on `0..2^block_bits`.
+    fn truncated_geometric(unit_log_ratio: f64, block_bits: u32) -> Self {
         let s = unit_log_ratio;
+        let block_mass = -(-((1u64 << block_bits) as f64) * s).exp_m1();
+        let log_first = (-(-s).exp_m1()).ln() - block_mass.ln();
+        Self::new(block_bits, |r| log_first - r as f64 * s)
+    }
+
+    /// The table for cells whose ideal log-probabilities are `ideal_log(cell)`
+    /// (they must sum to one).
+    fn new(block_bits: u32, ideal_log: impl Fn(usize) -> f64) -> Self {
         let block = 1usize << block_bits;
         let threshold_bits = 63 - block_bits;
         let full = 1u64 << threshold_bits;
-        let block_mass = -(-(block as f64) * s).exp_m1();
-        let log_first = (-(-s).exp_m1()).ln() - block_mass.ln();
-        let ideal_log = |r: usize| log_first - r as f64 * s;
 
         // Vose's alias method on the masses scaled to mean 1.
         let mut scaled: Vec<f64> = (0..block)
@@ -99,7 +106,7 @@ impl RemainderTable {
     }
 
     #[inline]
-    fn remainder(&self, uniform63: u64) -> u64 {
+    fn cell(&self, uniform63: u64) -> u64 {
         let column = (uniform63 >> (63 - self.block_bits)) as usize;
         let threshold = uniform63 & ((1u64 << (63 - self.block_bits)) - 1);
         let keep = self.keep[column];
@@ -128,7 +135,7 @@ impl RemainderTable {
 pub struct GeometricSampler {
     unit_log_ratio: f64,
     /// Finest level first.
-    levels: Vec<RemainderTable>,
+    levels: Vec<AliasTable>,
     top_continue: ExactBernoulli,
     top_period: f64,
     log_spread: f64,
@@ -144,7 +151,7 @@ impl GeometricSampler {
         while level_ratio < LN_4 {
             let wanted = (LN_4 / level_ratio).log2().ceil().max(1.0);
             let block_bits = (wanted as u32).min(MAX_BLOCK_BITS);
-            levels.push(RemainderTable::new(level_ratio, block_bits));
+            levels.push(AliasTable::truncated_geometric(level_ratio, block_bits));
             // Exact: the block is a power of two.
             level_ratio *= (1u64 << block_bits) as f64;
             top_period *= (1u64 << block_bits) as f64;
@@ -235,7 +242,7 @@ impl GeometricSampler {
             value = if value >> (64 - level.block_bits) != 0 {
                 u64::MAX
             } else {
-                value << level.block_bits | level.remainder(uniform)
+                value << level.block_bits | level.cell(uniform)
             };
         }
         value
@@ -260,14 +267,36 @@ impl GeometricSampler {
 #[derive(Debug, Clone)]
 pub struct TwoSidedGeometricSampler {
     magnitude: GeometricSampler,
+    /// For `s ≥ DIRECT_TABLE_MIN_S`: the values `−T..=T` and, as the last
+    /// cell, the tail `|Z| > T`, in one alias table (one word per draw).
+    direct: Option<(AliasTable, i64)>,
 }
+
+/// The direct table needs `P(|Z| > T) ≤ 1/64` with `2T + 2 ≤ 4096` cells.
+const DIRECT_TABLE_MIN_S: f64 = 8.4 / 4096.0;
 
 impl TwoSidedGeometricSampler {
     /// `P(Z = z) ∝ e^(-unit_log_ratio·|z|)`.
     pub fn new(unit_log_ratio: f64) -> Result<Self> {
-        Ok(Self {
-            magnitude: GeometricSampler::new(unit_log_ratio)?,
-        })
+        let magnitude = GeometricSampler::new(unit_log_ratio)?;
+        let s = magnitude.unit_log_ratio;
+        let direct = (s >= DIRECT_TABLE_MIN_S).then(|| {
+            // Smallest table with 2^(m−1) ≥ 4.2/s, so the tail has mass ≤ e^(−4.2).
+            let bits = ((8.4 / s).log2().ceil().max(2.0) as u32).min(MAX_BLOCK_BITS);
+            let half = (1i64 << (bits - 1)) - 1;
+            let alpha = (-s).exp();
+            let log_zero = (s / 2.0).tanh().ln();
+            let log_tail = (2.0f64).ln() - (half + 1) as f64 * s - (1.0 + alpha).ln();
+            let table = AliasTable::new(bits, |cell| {
+                if cell as i64 <= 2 * half {
+                    log_zero - (cell as i64 - half).unsigned_abs() as f64 * s
+                } else {
+                    log_tail
+                }
+            });
+            (table, half)
+        });
+        Ok(Self { magnitude, direct })
     }
 
     /// The ideal ratio `α = e^(-s)`.
@@ -280,9 +309,19 @@ impl TwoSidedGeometricSampler {
         self.magnitude.unit_log_ratio
     }
 
-    /// See [`GeometricSampler::log_ratio_bound`].
+    /// A proven upper bound on the privacy loss of a shift by `shift`: the
+    /// one-sided bound, plus, with the direct table, its measured spread and
+    /// twice the tail sampler's excess over the exact loss.
     pub fn log_ratio_bound(&self, shift: u64) -> f64 {
-        self.magnitude.log_ratio_bound(shift)
+        let one_sided = self.magnitude.log_ratio_bound(shift);
+        match &self.direct {
+            None => one_sided,
+            Some((table, _)) => {
+                let exact = shift as f64 * self.magnitude.unit_log_ratio;
+                let tail_excess = (one_sided - exact).max(0.0);
+                (exact + table.log_spread + 2.0 * tail_excess) * (1.0 + 1e-12) + 1e-15
+            }
+        }
     }
 
     /// `E|Z| = 2α/(1 − α²) = 1/sinh(s)` of the ideal distribution.
@@ -310,6 +349,16 @@ impl TwoSidedGeometricSampler {
     /// One draw.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
+        if let Some((table, half)) = &self.direct {
+            let cell = table.cell(rng.next_u64() & LOW_63_BITS) as i64;
+            if cell <= 2 * half {
+                return cell - half;
+            }
+            // The tail: a fair sign and T + 1 + a geometric (memorylessness).
+            let (negative, beyond) = self.magnitude.sample_with_sign(rng);
+            let magnitude = beyond.saturating_add(*half as u64 + 1).min(i64::MAX as u64) as i64;
+            return if negative { -magnitude } else { magnitude };
+        }
         loop {
             let (negative, magnitude) = self.magnitude.sample_with_sign(rng);
             let magnitude = magnitude.min(i64::MAX as u64) as i64;

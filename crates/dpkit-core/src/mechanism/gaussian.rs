@@ -8,7 +8,7 @@ use rand_core::CryptoRng;
 
 use super::{
     CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_slice_on_lattice,
-    saturating_release,
+    require_integer_sensitivity, saturating_release,
 };
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
@@ -316,12 +316,7 @@ pub struct DiscreteGaussian {
 impl DiscreteGaussian {
     /// (ε, δ)-DP discrete Gaussian noise for integer sensitivity ≥ 1.
     pub fn new(epsilon: f64, delta: f64, l2_sensitivity: u64) -> Result<Self> {
-        if l2_sensitivity == 0 {
-            return Err(Error::InvalidParameter {
-                name: "sensitivity",
-                reason: "must be an integer ≥ 1, got 0".into(),
-            });
-        }
+        require_integer_sensitivity(l2_sensitivity)?;
         Ok(Self {
             noise: CalibratedDiscreteGaussian::new(epsilon, delta, l2_sensitivity)?,
         })

@@ -57,6 +57,17 @@ pub(crate) fn require_within_declared(realised_bound: f64, epsilon: f64) -> Resu
     }
 }
 
+/// Integer mechanisms need an integer sensitivity of at least 1.
+pub(crate) fn require_integer_sensitivity(sensitivity: u64) -> Result<()> {
+    if sensitivity == 0 {
+        return Err(Error::InvalidParameter {
+            name: "sensitivity",
+            reason: "must be an integer ≥ 1, got 0".into(),
+        });
+    }
+    Ok(())
+}
+
 /// A mechanism that releases a real value with additive noise.
 pub trait RealMechanism {
     /// Releases `value` using `rng`. Fails on a non-finite or out-of-range value.

@@ -5,7 +5,7 @@ use rand_core::CryptoRng;
 use super::staircase_noise::StaircaseNoise;
 use super::{
     CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_slice_on_lattice,
-    require_within_declared, saturating_release,
+    require_integer_sensitivity, require_within_declared, saturating_release,
 };
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
@@ -252,16 +252,6 @@ impl DiscreteStaircase {
     pub fn tail_probability(&self, t: u64) -> f64 {
         self.noise.tail_probability(t)
     }
-}
-
-fn require_integer_sensitivity(sensitivity: u64) -> Result<()> {
-    if sensitivity == 0 {
-        return Err(Error::InvalidParameter {
-            name: "sensitivity",
-            reason: "must be an integer ≥ 1, got 0".into(),
-        });
-    }
-    Ok(())
 }
 
 impl IntegerMechanism for DiscreteStaircase {

@@ -2,10 +2,13 @@
 
 use rand_core::CryptoRng;
 
-use super::{CALIBRATION_MARGIN, IntegerMechanism, require_within_declared, saturating_release};
+use super::{
+    CALIBRATION_MARGIN, IntegerMechanism, require_integer_sensitivity, require_within_declared,
+    saturating_release,
+};
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
-use crate::error::{Error, Result, require_positive};
+use crate::error::{Result, require_positive};
 use crate::sampling::TwoSidedGeometricSampler;
 
 /// `P(Z = k) = (1 − α)/(1 + α)·α^|k|`, `α = e^(−ε/Δ)`, for integer queries of
@@ -37,12 +40,7 @@ impl TwoSidedGeometric {
     /// ε-DP integer noise for a query of integer L1 sensitivity `sensitivity ≥ 1`.
     pub fn new(epsilon: f64, sensitivity: u64) -> Result<Self> {
         let epsilon = require_positive("epsilon", epsilon)?;
-        if sensitivity == 0 {
-            return Err(Error::InvalidParameter {
-                name: "sensitivity",
-                reason: "must be an integer ≥ 1, got 0".into(),
-            });
-        }
+        require_integer_sensitivity(sensitivity)?;
         let noise = TwoSidedGeometricSampler::new(
             epsilon * (1.0 - CALIBRATION_MARGIN) / sensitivity as f64,
         )?;

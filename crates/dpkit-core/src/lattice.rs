@@ -72,11 +72,26 @@ impl Lattice {
         if scaled.abs() >= MAX_INDEX_MAGNITUDE {
             return Err(Error::ValueOutOfRange);
         }
-        // floor without a libm call: truncate, then step down for negatives.
-        let truncated = scaled as i64;
-        let floor = truncated - i64::from((truncated as f64) > scaled);
-        let round_up = scaled - floor as f64 >= 0.5;
-        Ok(floor + i64::from(round_up))
+        Ok(nearest_integer(scaled))
+    }
+
+    /// Checks that every value has a grid index, in one branch-free pass,
+    /// and reports the first failure as [`Lattice::index_of`] would.
+    pub(crate) fn check_all(&self, values: &[f64]) -> Result<()> {
+        // NaN fails the comparison too, so one test covers both errors.
+        let all_fit = values.iter().fold(true, |fit, &v| {
+            fit & ((v * self.inverse_spacing).abs() < MAX_INDEX_MAGNITUDE)
+        });
+        if all_fit {
+            return Ok(());
+        }
+        values.iter().try_for_each(|&v| self.index_of(v).map(drop))
+    }
+
+    /// [`Lattice::index_of`] for a value that [`Lattice::check_all`] accepted.
+    #[inline]
+    pub(crate) fn index_of_checked(&self, value: f64) -> i64 {
+        nearest_integer(value * self.inverse_spacing)
     }
 
     /// The value of grid point `index` (rounded to the nearest double when the
@@ -90,6 +105,17 @@ impl Lattice {
     pub fn index_sensitivity(&self, sensitivity: f64) -> u64 {
         (sensitivity / self.spacing).ceil() as u64
     }
+}
+
+/// The integer nearest to `scaled` (ties upwards), exactly, for
+/// `|scaled| < 2^62`: floor without a libm call (truncate, then step down
+/// for negatives), then the tie test, which is exact in doubles.
+#[inline]
+fn nearest_integer(scaled: f64) -> i64 {
+    let truncated = scaled as i64;
+    let floor = truncated - i64::from((truncated as f64) > scaled);
+    let round_up = scaled - floor as f64 >= 0.5;
+    floor + i64::from(round_up)
 }
 
 /// `⌊log₂ x⌋` for a positive finite double, read off its bits (exact).

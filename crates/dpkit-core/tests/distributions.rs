@@ -89,6 +89,54 @@ fn two_sided_geometric_matches_its_pmf_and_moments() {
     }
 }
 
+/// The tails, side by side: for thresholds `t` where `P(|Z| > t)` is about
+/// 5%, 1.5% (where the samplers' tables hand over to their tail samplers)
+/// and 0.2%, the frequencies of `Z > t` and `Z < −t` each match half of it.
+fn assert_tails(label: &str, samples: &[i64], tail: impl Fn(u64) -> f64) {
+    for share in [0.05, 0.015, 0.002] {
+        let (mut low, mut high) = (0u64, 1u64);
+        while tail(high) > share {
+            high *= 2;
+        }
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if tail(middle) > share {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        let t = high as i64;
+        let trials = samples.len() as u64;
+        let above = samples.iter().filter(|&&z| z > t).count() as u64;
+        let below = samples.iter().filter(|&&z| z < -t).count() as u64;
+        let half = tail(high) / 2.0;
+        assert_frequency(&format!("{label} P(Z > {t})"), above, trials, half);
+        assert_frequency(&format!("{label} P(Z < -{t})"), below, trials, half);
+    }
+}
+
+/// Each sampling strategy (one table, block and offset tables, sign and
+/// magnitude) realises the discrete Laplace, tails included.
+#[test]
+fn two_sided_geometric_sampler_is_exact_in_every_strategy() {
+    for (seed, &s) in [0.9, 0.05, 3e-4, 2e-7].iter().enumerate() {
+        let noise = TwoSidedGeometricSampler::new(s).unwrap();
+        let mut rng = InsecureSeededRng::from_seed_for_testing(150 + seed as u64);
+        let samples: Vec<i64> = (0..SAMPLES).map(|_| noise.sample(&mut rng)).collect();
+        let label = format!("two-sided geometric s={s}");
+        assert_ks_integer(&label, &samples, two_sided_geometric_cdf(&noise));
+        assert_tails(&label, &samples, |t| noise.tail_probability(t));
+        let values: Vec<f64> = samples.iter().map(|&z| z as f64).collect();
+        assert_moments(
+            &label,
+            &values,
+            noise.expected_absolute_value(),
+            noise.variance(),
+        );
+    }
+}
+
 #[test]
 fn laplace_matches_the_discrete_laplace_on_its_grid_and_the_laplace_moments() {
     for (seed, &(epsilon, sensitivity)) in [(0.05, 1.0), (1.0, 1.0), (1.0, 0.3), (8.0, 2.5)]
@@ -157,6 +205,8 @@ fn staircase_matches_its_distribution_for_every_gamma() {
         (6.0, StaircaseGamma::Value(0.3)),
         (1.0, StaircaseGamma::Value(1.0)),
         (1.0, StaircaseGamma::Value(0.0)),
+        // Below ε ≈ 0.004 the staircase samples without its cell table.
+        (0.002, StaircaseGamma::L1Optimal),
     ];
     for (seed, &(epsilon, gamma)) in cases.iter().enumerate() {
         let mechanism = Staircase::with_gamma(epsilon, 1.0, gamma).unwrap();
@@ -177,6 +227,7 @@ fn staircase_matches_its_distribution_for_every_gamma() {
             &steps,
             symmetric_cdf_from_tail(|t| mechanism.tail_probability_of_steps(t)),
         );
+        assert_tails(&label, &steps, |t| mechanism.tail_probability_of_steps(t));
         let noise: Vec<f64> = steps.iter().map(|&k| k as f64 * spacing).collect();
         assert_moments(&label, &noise, abs, second);
     }
@@ -218,6 +269,7 @@ fn discrete_staircase_matches_its_pmf() {
             &values,
             symmetric_cdf_from_tail(|t| mechanism.tail_probability(t)),
         );
+        assert_tails(&label, &values, |t| mechanism.tail_probability(t));
         let noise: Vec<f64> = values.iter().map(|&v| v as f64).collect();
         assert_moments(
             &label,

@@ -136,11 +136,9 @@ pub(crate) fn release_slice_on_lattice(
     values: &mut [f64],
     mut noise: impl FnMut() -> i64,
 ) -> Result<()> {
-    for value in values.iter() {
-        lattice.index_of(*value)?;
-    }
+    lattice.check_all(values)?;
     for value in values.iter_mut() {
-        let index = lattice.index_of(*value)?;
+        let index = lattice.index_of_checked(*value);
         *value = lattice.value_at(index.saturating_add(noise()));
     }
     Ok(())

@@ -6,12 +6,15 @@
 //! whose distance from the ideal one is computed, not guessed (see
 //! [`geometric::GeometricSampler::log_ratio_bound`]).
 
+pub(crate) mod alias_table;
 pub mod bernoulli;
 pub mod discrete_gaussian;
 pub mod geometric;
+pub mod two_sided_geometric;
 pub mod uniform;
 
 pub use bernoulli::ExactBernoulli;
 pub use discrete_gaussian::DiscreteGaussianSampler;
-pub use geometric::{GeometricSampler, TwoSidedGeometricSampler};
+pub use geometric::GeometricSampler;
+pub use two_sided_geometric::TwoSidedGeometricSampler;
 pub use uniform::uniform_below;

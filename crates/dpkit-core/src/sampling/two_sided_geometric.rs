@@ -1,0 +1,277 @@
+//! Two-sided geometric (discrete Laplace) noise, in one or two random words.
+
+use rand_core::Rng;
+
+use super::alias_table::{AliasTable, LOW_63_BITS};
+use super::geometric::{GeometricSampler, LN_4, MAX_BLOCK_BITS};
+use crate::error::Result;
+
+/// Two-sided geometric (discrete Laplace): `P(Z = z) ∝ e^(-s·|z|)` on all integers.
+///
+/// # Sampling
+/// Three exact strategies, picked by `s`, all built from alias tables whose
+/// realised probabilities are known to the last bit:
+/// * **direct** (`s ≥ 8.4/4096`): one table holds the values `−T..=T` and,
+///   as the last cell, the tail `|Z| > T` (mass ≤ e^(−4.2)); one word per draw.
+/// * **blocked** (down to `s ≈ 5·10⁻⁷`): `Z = q·M + r` with `M = 2^m` and
+///   `r = Z mod M`. One table picks the block `q` (or one of two tails), a
+///   second the offset: for `q ≥ 0` the offset is a geometric truncated to
+///   `0..M`, for `q < 0` the same variable read from the block's other end.
+///   Two words per draw.
+/// * **sign-magnitude** (smaller `s`): a sign bit and a [`GeometricSampler`]
+///   magnitude, rejecting "minus zero".
+///
+/// In every case the tails continue with a [`GeometricSampler`], using
+/// memorylessness, so the realised distribution factors into pieces whose
+/// deviations from the ideal are measured or bounded; see
+/// [`TwoSidedGeometricSampler::log_ratio_bound`].
+///
+/// ```
+/// use dpkit_core::sampling::TwoSidedGeometricSampler;
+/// use dpkit_core::rng::InsecureSeededRng;
+/// let noise = TwoSidedGeometricSampler::new(1.0).unwrap();
+/// let mut rng = InsecureSeededRng::from_seed_for_testing(5);
+/// let mean_abs = (0..20_000).map(|_| noise.sample(&mut rng).unsigned_abs() as f64).sum::<f64>() / 20_000.0;
+/// assert!((mean_abs - 1.0 / 1f64.sinh()).abs() < 0.04);
+/// ```
+#[derive(Debug, Clone)]
+pub struct TwoSidedGeometricSampler {
+    magnitude: GeometricSampler,
+    strategy: Strategy,
+}
+
+#[derive(Debug, Clone)]
+enum Strategy {
+    Direct(DirectTable),
+    Blocked(Box<BlockedTables>),
+    SignMagnitude,
+}
+
+/// The values `−half..=half` as cells `0..=2·half`, the tail as cell `2·half + 1`.
+#[derive(Debug, Clone)]
+struct DirectTable {
+    table: AliasTable,
+    half: i64,
+}
+
+/// Blocks `q ∈ −half..half` as cells `0..2·half` (`q = cell − half`), the
+/// tail `q ≥ half` as cell `2·half`, the tail `q < −half` as cell `2·half + 1`.
+#[derive(Debug, Clone)]
+struct BlockedTables {
+    blocks: AliasTable,
+    half: i64,
+    block_bits: u32,
+    /// The offset within a block: geometric of ratio `s` truncated to `0..M`.
+    offset: AliasTable,
+    /// How many blocks beyond the first tail block: geometric of ratio `s·M`.
+    blocks_beyond: GeometricSampler,
+}
+
+/// The direct table needs `P(|Z| > T) ≤ e^(−4.2)` with `2T + 2 ≤ 4096` cells.
+const DIRECT_TABLE_MIN_S: f64 = 8.4 / 4096.0;
+/// Each table's tail mass is at most `e^(−TAIL_EXPONENT)`, under 1/64.
+const TAIL_EXPONENT: f64 = 4.2;
+
+impl TwoSidedGeometricSampler {
+    /// `P(Z = z) ∝ e^(-unit_log_ratio·|z|)`.
+    pub fn new(unit_log_ratio: f64) -> Result<Self> {
+        let magnitude = GeometricSampler::new(unit_log_ratio)?;
+        let s = magnitude.unit_log_ratio();
+        let strategy = if s >= DIRECT_TABLE_MIN_S {
+            Strategy::Direct(DirectTable::new(s))
+        } else {
+            match BlockedTables::new(s)? {
+                Some(blocked) => Strategy::Blocked(Box::new(blocked)),
+                None => Strategy::SignMagnitude,
+            }
+        };
+        Ok(Self {
+            magnitude,
+            strategy,
+        })
+    }
+
+    /// The ideal ratio `α = e^(-s)`.
+    pub fn ratio(&self) -> f64 {
+        (-self.magnitude.unit_log_ratio()).exp()
+    }
+
+    /// The ideal `s = −ln α`.
+    pub fn unit_log_ratio(&self) -> f64 {
+        self.magnitude.unit_log_ratio()
+    }
+
+    /// A proven upper bound on the privacy loss `ln P(Z = a) − ln P(Z = b)`
+    /// over `|a − b| ≤ shift`, for the distribution actually realised.
+    ///
+    /// Writing `dev(z) = ln(realised P(z)) − ln(ideal P(z))`, the loss is at
+    /// most `shift·s + max |dev(a) − dev(b)|`. The realised probability is a
+    /// product of independent factors (table cell, offset, tail geometric),
+    /// so `dev` is a sum of their deviations: a table contributes its
+    /// measured spread; a tail geometric contributes `|dev_G(g) − dev_G(g')|`
+    /// between two tail points, or `|dev_G(g)|` against a body point, where
+    /// the points' tail depths `g` are at most `⌈shift/M⌉` (one block per `M`
+    /// crossed; `M = 1` for the direct table), so both are within
+    /// `dev_G(0)`'s bound plus the geometric's difference bound.
+    pub fn log_ratio_bound(&self, shift: u64) -> f64 {
+        let exact = shift as f64 * self.unit_log_ratio();
+        let tail_term = |tail: &GeometricSampler, depth: u64| {
+            2.0 * (tail.log_deviation_bound_at_zero()
+                + tail.log_deviation_difference_bound(depth.saturating_add(1)))
+        };
+        let excess = match &self.strategy {
+            Strategy::SignMagnitude => return self.magnitude.log_ratio_bound(shift),
+            Strategy::Direct(direct) => {
+                direct.table.log_spread() + tail_term(&self.magnitude, shift)
+            }
+            Strategy::Blocked(blocked) => {
+                let depth = shift.div_ceil(1 << blocked.block_bits);
+                blocked.blocks.log_spread()
+                    + blocked.offset.log_spread()
+                    + tail_term(&blocked.blocks_beyond, depth)
+            }
+        };
+        (exact + excess) * (1.0 + 1e-12) + 1e-15
+    }
+
+    /// `E|Z| = 2α/(1 − α²) = 1/sinh(s)` of the ideal distribution.
+    pub fn expected_absolute_value(&self) -> f64 {
+        1.0 / self.unit_log_ratio().sinh()
+    }
+
+    /// `Var Z = 2α/(1 − α)² = 1/(2 sinh²(s/2))` of the ideal distribution.
+    pub fn variance(&self) -> f64 {
+        let half_sinh = (self.unit_log_ratio() / 2.0).sinh();
+        1.0 / (2.0 * half_sinh * half_sinh)
+    }
+
+    /// `P(Z = k) = (1 − α)/(1 + α)·α^|k|` of the ideal distribution.
+    pub fn probability(&self, k: i64) -> f64 {
+        let s = self.unit_log_ratio();
+        (s / 2.0).tanh() * (-(k.unsigned_abs() as f64) * s).exp()
+    }
+
+    /// `P(|Z| > t) = 2α^(t+1)/(1 + α)` of the ideal distribution.
+    pub fn tail_probability(&self, t: u64) -> f64 {
+        2.0 * (-(t as f64 + 1.0) * self.unit_log_ratio()).exp() / (1.0 + self.ratio())
+    }
+
+    /// One draw.
+    #[inline]
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
+        match &self.strategy {
+            Strategy::Direct(direct) => direct.sample(&self.magnitude, rng),
+            Strategy::Blocked(blocked) => blocked.sample(rng),
+            Strategy::SignMagnitude => loop {
+                let (negative, magnitude) = self.magnitude.sample_with_sign(rng);
+                let magnitude = magnitude.min(i64::MAX as u64) as i64;
+                match (negative, magnitude) {
+                    (true, 0) => continue,
+                    (true, m) => return -m,
+                    (false, m) => return m,
+                }
+            },
+        }
+    }
+}
+
+impl DirectTable {
+    fn new(s: f64) -> Self {
+        // Smallest table with 2^(m−1) ≥ 4.2/s, so the tail has mass ≤ e^(−4.2).
+        let bits = ((2.0 * TAIL_EXPONENT / s).log2().ceil().max(2.0) as u32).min(MAX_BLOCK_BITS);
+        let half = (1i64 << (bits - 1)) - 1;
+        let alpha = (-s).exp();
+        let log_zero = (s / 2.0).tanh().ln();
+        let log_tail = (2.0f64).ln() - (half + 1) as f64 * s - (1.0 + alpha).ln();
+        let table = AliasTable::new(bits, |cell| {
+            if cell as i64 <= 2 * half {
+                log_zero - (cell as i64 - half).unsigned_abs() as f64 * s
+            } else {
+                log_tail
+            }
+        });
+        Self { table, half }
+    }
+
+    #[inline]
+    fn sample<R: Rng + ?Sized>(&self, magnitude: &GeometricSampler, rng: &mut R) -> i64 {
+        let cell = self.table.cell(rng.next_u64() & LOW_63_BITS) as i64;
+        if cell <= 2 * self.half {
+            return cell - self.half;
+        }
+        // The tail: a fair sign and T + 1 + a geometric (memorylessness).
+        let (negative, beyond) = magnitude.sample_with_sign(rng);
+        let magnitude = beyond
+            .saturating_add(self.half as u64 + 1)
+            .min(i64::MAX as u64) as i64;
+        if negative { -magnitude } else { magnitude }
+    }
+}
+
+impl BlockedTables {
+    /// `None` when `s` is too small for a block table of at most 4096 cells.
+    fn new(s: f64) -> Result<Option<Self>> {
+        // Blocks of M = 2^m with s·M ≥ ln 4 where possible (as the geometric's finest level).
+        let block_bits = ((LN_4 / s).log2().ceil().max(1.0) as u32).min(MAX_BLOCK_BITS);
+        let block = (1u64 << block_bits) as f64;
+        let block_ratio = s * block;
+        let half = (TAIL_EXPONENT / block_ratio).ceil() as i64;
+        let cells = 2 * half + 2;
+        let bits = (cells as f64).log2().ceil() as u32;
+        if bits > MAX_BLOCK_BITS {
+            return Ok(None);
+        }
+        // P(block q) = c·S·α^(qM) for q ≥ 0 and c·S·α^((|q|−1)M + 1) for q < 0,
+        // with c = tanh(s/2) = P(Z = 0) and S = Σ_{r<M} α^r; the tails sum these.
+        let log_common =
+            (s / 2.0).tanh().ln() + (-(-block_ratio).exp_m1()).ln() - (-(-s).exp_m1()).ln();
+        let log_geometric_sum = -(-(-block_ratio).exp_m1()).ln();
+        let blocks = AliasTable::new(bits, |cell| {
+            let cell = cell as i64;
+            let q = cell - half;
+            if cell < 2 * half && q >= 0 {
+                log_common - q as f64 * block_ratio
+            } else if cell < 2 * half {
+                log_common - ((-q - 1) as f64 * block_ratio + s)
+            } else if cell == 2 * half {
+                log_common - half as f64 * block_ratio + log_geometric_sum
+            } else if cell == 2 * half + 1 {
+                log_common - (half as f64 * block_ratio + s) + log_geometric_sum
+            } else {
+                f64::NEG_INFINITY
+            }
+        });
+        Ok(Some(Self {
+            blocks,
+            half,
+            block_bits,
+            offset: AliasTable::truncated_geometric(s, block_bits),
+            blocks_beyond: GeometricSampler::new(block_ratio)?,
+        }))
+    }
+
+    #[inline]
+    fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
+        let cell = self.blocks.cell(rng.next_u64() & LOW_63_BITS) as i64;
+        let offset = self.offset.cell(rng.next_u64() & LOW_63_BITS) as i64;
+        let last_offset = (1i64 << self.block_bits) - 1;
+        // Depths beyond 2^62 / M saturate: a fixed function of the exact value.
+        let limit = (1u64 << (62 - self.block_bits)) as i64;
+        let block = if cell < 2 * self.half {
+            cell - self.half
+        } else {
+            let beyond = self.blocks_beyond.sample(rng).min(limit as u64) as i64;
+            if cell == 2 * self.half {
+                self.half + beyond
+            } else {
+                -self.half - 1 - beyond
+            }
+        };
+        let start = block << self.block_bits;
+        if block >= 0 {
+            start + offset
+        } else {
+            start + (last_offset - offset)
+        }
+    }
+}

@@ -1,5 +1,7 @@
 //! `dpkit`: differentially private releases from the command line.
 
+mod audit;
+
 use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
@@ -30,6 +32,14 @@ enum Command {
     /// Every value is released separately at the given ε: releasing n values
     /// about the same people costs n·ε (sequential composition).
     Noise(NoiseArgs),
+    /// Audit a mechanism empirically: run it on two neighbouring inputs many
+    /// times, find the output event that best separates them, and report a
+    /// lower confidence bound on the ε it really provides.
+    ///
+    /// Exit status: 0 when no violation is found, 3 when the lower bound
+    /// exceeds the declared ε, 2 on an error. A pass is evidence, not proof:
+    /// only the searched events, the two inputs and the drawn samples are seen.
+    Audit(audit::AuditArgs),
 }
 
 #[derive(Parser)]
@@ -271,10 +281,12 @@ fn noise(args: &NoiseArgs) -> Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Noise(args) => noise(args),
+        Command::Noise(args) => noise(args).map(|()| false),
+        Command::Audit(args) => audit::run(args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::from(audit::VIOLATION_EXIT_CODE),
         Err(error) => {
             if let Some(io_error) = error.downcast_ref::<io::Error>()
                 && io_error.kind() == io::ErrorKind::BrokenPipe

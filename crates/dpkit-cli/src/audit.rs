@@ -9,7 +9,7 @@ use dpkit_audit::{
     audit,
 };
 use dpkit_core::rng::{InsecureSeededRng, SecureRng};
-use dpkit_plot::{HistogramFigure, HistogramSeries, draw_histograms};
+use dpkit_plot::{HistogramFigure, HistogramSeries, draw};
 
 /// Process exit code when the audit finds a violation.
 pub const VIOLATION_EXIT_CODE: u8 = 3;
@@ -79,7 +79,7 @@ pub fn run(args: &AuditArgs) -> Result<bool> {
     };
     let report = audit(&outputs, &settings)?;
     let figure_paths = match &args.plot {
-        Some(stem) => Some(draw_histograms(&figure(&outputs, &report)?, stem)?),
+        Some(stem) => Some(draw(&figure(&outputs, &report)?, stem)?),
         None => None,
     };
     match args.format {

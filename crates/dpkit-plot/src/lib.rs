@@ -5,8 +5,13 @@
 //! bundled DejaVu Sans (Bitstream Vera licence, `fonts/DejaVu-LICENSE.txt`),
 //! so figures look the same on machines without system fonts.
 //!
+//! Three kinds of figure, each a [`Figure`]: [`HistogramFigure`] (overlaid
+//! histograms with shaded spans), [`LineFigure`] (curves, markers and bands,
+//! linear or log axes) and [`BarFigure`] (horizontal grouped bars with
+//! min–max whiskers). [`draw`] writes any of them as PNG and SVG.
+//!
 //! ```no_run
-//! use dpkit_plot::{HistogramFigure, HistogramSeries, draw_histograms};
+//! use dpkit_plot::{HistogramFigure, HistogramSeries, draw};
 //! let figure = HistogramFigure {
 //!     title: "Two output distributions".into(),
 //!     x_label: "output y".into(),
@@ -18,7 +23,7 @@
 //!     highlight: vec![(1.0, 2.0)],
 //!     highlight_label: "separating event".into(),
 //! };
-//! let written = draw_histograms(&figure, std::path::Path::new("figure")).unwrap();
+//! let written = draw(&figure, std::path::Path::new("figure")).unwrap();
 //! assert!(written[0].ends_with("figure.png"));
 //! ```
 
@@ -30,19 +35,30 @@ use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 use thiserror::Error;
 
+mod bars;
+mod histogram;
+mod lines;
+
+pub use bars::{BarFigure, BarGroup};
+pub use histogram::{HistogramFigure, HistogramSeries};
+pub use lines::{Axis, Curve, CurveStyle, LineFigure};
+
 /// The bundled font, registered as "sans-serif".
 const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
-const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 /// Figure size in pixels (PNG) and user units (SVG).
-const SIZE: (u32, u32) = (960, 600);
-/// Series colours, colour-blind safe (Okabe–Ito blue, vermillion, green, purple).
-const PALETTE: [RGBColor; 4] = [
+pub(crate) const SIZE: (u32, u32) = (960, 600);
+/// Series colours, colour-blind safe (the Okabe–Ito palette).
+pub(crate) const PALETTE: [RGBColor; 7] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
     RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 0, 0),
 ];
-const HIGHLIGHT: RGBColor = RGBColor(240, 228, 66);
+pub(crate) const HIGHLIGHT: RGBColor = RGBColor(240, 228, 66);
 
 /// A figure that could not be drawn or written.
 #[derive(Debug, Error)]
@@ -55,34 +71,8 @@ pub enum PlotError {
     Draw(String),
 }
 
-fn draw_error(error: impl std::fmt::Display) -> PlotError {
+pub(crate) fn draw_error(error: impl std::fmt::Display) -> PlotError {
     PlotError::Draw(error.to_string())
-}
-
-/// One histogram: bins `(left, right, height)`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistogramSeries {
-    /// Legend entry.
-    pub name: String,
-    /// `(left edge, right edge, height)` per bin.
-    pub bins: Vec<(f64, f64, f64)>,
-}
-
-/// Overlaid histograms, with shaded spans of the x axis.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistogramFigure {
-    /// Title above the plot.
-    pub title: String,
-    /// x-axis label, with units.
-    pub x_label: String,
-    /// y-axis label, with units.
-    pub y_label: String,
-    /// The histograms, drawn translucent over each other.
-    pub series: Vec<HistogramSeries>,
-    /// Spans `(left, right)` of the x axis to shade (clipped to the plot).
-    pub highlight: Vec<(f64, f64)>,
-    /// Legend entry of the shaded spans.
-    pub highlight_label: String,
 }
 
 fn register_bundled_font() {
@@ -93,182 +83,68 @@ fn register_bundled_font() {
     });
 }
 
+/// A figure that can render itself on any plotters backend.
+pub trait Figure {
+    /// Draws the figure on `root`.
+    fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static;
+}
+
 /// Draws `figure` to `stem.png` and `stem.svg` and returns both paths.
-pub fn draw_histograms(figure: &HistogramFigure, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
+pub fn draw(figure: &impl Figure, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
     register_bundled_font();
     let png = stem.with_extension("png");
     let svg = stem.with_extension("svg");
     {
         let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        render_histograms(&root, figure)?;
+        figure.render(&root)?;
         root.present().map_err(draw_error)?;
     }
     {
         let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        render_histograms(&root, figure)?;
+        figure.render(&root)?;
         root.present().map_err(draw_error)?;
     }
     Ok([png, svg])
 }
 
-fn render_histograms<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    figure: &HistogramFigure,
-) -> Result<(), PlotError>
-where
-    DB::ErrorType: 'static,
-{
-    let bins = figure.series.iter().flat_map(|s| s.bins.iter());
-    let (mut left, mut right, mut top) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for &(l, r, h) in bins {
-        left = left.min(l);
-        right = right.max(r);
-        top = top.max(h);
+/// An axis tick: at most four decimals, trailing zeros dropped, and
+/// `1e-5`-style exponents outside 0.001..100000.
+pub(crate) fn tick_label(value: f64) -> String {
+    fn trim(text: &str) -> &str {
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            text
+        }
     }
-    if left.partial_cmp(&right) != Some(std::cmp::Ordering::Less) || top <= 0.0 {
-        return Err(PlotError::Empty("the histograms have no mass"));
+    let magnitude = value.abs();
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
     }
-    let top = top * 1.3; // headroom for the legend
-    root.fill(&WHITE).map_err(draw_error)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(&figure.title, (FAMILY, 24))
-        .margin(18)
-        .x_label_area_size(52)
-        .y_label_area_size(80)
-        .build_cartesian_2d(left..right, 0.0..top)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc(&figure.x_label)
-        .y_desc(&figure.y_label)
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 17))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
-    let shaded: Vec<(f64, f64)> = figure
-        .highlight
-        .iter()
-        .map(|&(a, b)| (a.max(left), b.min(right)))
-        .filter(|(a, b)| a <= b)
-        .collect();
-    if !shaded.is_empty() {
-        chart
-            .draw_series(
-                shaded.iter().map(|&(a, b)| {
-                    Rectangle::new([(a, 0.0), (b, top)], HIGHLIGHT.mix(0.45).filled())
-                }),
-            )
-            .map_err(draw_error)?
-            .label(&figure.highlight_label)
-            .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], HIGHLIGHT.filled()));
+    if (1e-3..1e5).contains(&magnitude) {
+        return trim(&format!("{value:.4}")).to_string();
     }
-    for (index, series) in figure.series.iter().enumerate() {
-        let colour = PALETTE[index % PALETTE.len()];
-        chart
-            .draw_series(
-                series.bins.iter().map(|&(l, r, h)| {
-                    Rectangle::new([(l, 0.0), (r, h)], colour.mix(0.35).filled())
-                }),
-            )
-            .map_err(draw_error)?;
-        chart
-            .draw_series(LineSeries::new(
-                outline(&series.bins),
-                colour.stroke_width(2),
-            ))
-            .map_err(draw_error)?
-            .label(&series.name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], colour.filled()));
+    let text = format!("{value:.2e}");
+    match text.split_once('e') {
+        Some((mantissa, exponent)) => format!("{}e{exponent}", trim(mantissa)),
+        None => text,
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FAMILY, 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
 }
 
-/// The histogram's outline as one step path: it drops to zero only at gaps
-/// between bins, so adjacent bins share one vertical edge.
-fn outline(bins: &[(f64, f64, f64)]) -> Vec<(f64, f64)> {
-    let mut points = Vec::with_capacity(2 * bins.len() + 2);
-    let mut previous_right: Option<f64> = None;
-    for &(left, right, height) in bins {
-        if previous_right != Some(left) {
-            if let Some(end) = previous_right {
-                points.push((end, 0.0));
-            }
-            points.push((left, 0.0));
-        }
-        points.push((left, height));
-        points.push((right, height));
-        previous_right = Some(right);
-    }
-    if let Some(end) = previous_right {
-        points.push((end, 0.0));
-    }
-    points
+/// The colour of series number `index`.
+pub(crate) fn colour(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
+mod tick_tests {
     #[test]
-    fn writes_a_valid_png_and_svg() {
-        let directory = std::env::temp_dir().join(format!("dpkit-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&directory).unwrap();
-        let figure = HistogramFigure {
-            title: "Outputs from two inputs".into(),
-            x_label: "output y".into(),
-            y_label: "share of outputs".into(),
-            series: vec![
-                HistogramSeries {
-                    name: "q = 0".into(),
-                    bins: vec![(0.0, 1.0, 0.7), (1.0, 2.0, 0.3)],
-                },
-                HistogramSeries {
-                    name: "q = 1".into(),
-                    bins: vec![(0.0, 1.0, 0.4), (1.0, 2.0, 0.6)],
-                },
-            ],
-            highlight: vec![(1.0, 5.0)],
-            highlight_label: "event".into(),
-        };
-        let [png, svg] = draw_histograms(&figure, &directory.join("two")).unwrap();
-        let png_bytes = std::fs::read(&png).unwrap();
-        assert_eq!(&png_bytes[..8], b"\x89PNG\r\n\x1a\n");
-        let svg_text = std::fs::read_to_string(&svg).unwrap();
-        assert!(svg_text.starts_with("<svg") && svg_text.contains("Outputs from two inputs"));
-        std::fs::remove_dir_all(&directory).unwrap();
-    }
-
-    #[test]
-    fn the_outline_touches_zero_only_at_gaps() {
-        let bins = [(0.0, 1.0, 0.5), (1.0, 2.0, 0.3), (3.0, 4.0, 0.2)];
-        let path = outline(&bins);
-        let at_zero: Vec<f64> = path.iter().filter(|p| p.1 == 0.0).map(|p| p.0).collect();
-        assert_eq!(at_zero, vec![0.0, 2.0, 3.0, 4.0]);
-    }
-
-    #[test]
-    fn an_empty_figure_is_an_error_not_a_panic() {
-        let figure = HistogramFigure {
-            title: String::new(),
-            x_label: String::new(),
-            y_label: String::new(),
-            series: vec![],
-            highlight: vec![],
-            highlight_label: String::new(),
-        };
-        let path = std::env::temp_dir().join("dpkit-plot-empty");
-        assert!(matches!(
-            draw_histograms(&figure, &path),
-            Err(PlotError::Empty(_))
-        ));
+    fn ticks_are_short() {
+        assert_eq!(super::tick_label(9.999_999_999e-5), "1e-4");
+        assert_eq!(super::tick_label(0.25), "0.25");
+        assert_eq!(super::tick_label(100.0), "100");
+        assert_eq!(super::tick_label(2.5e6), "2.5e6");
     }
 }

@@ -1,0 +1,237 @@
+//! Every experiment in quick mode: the files it writes are valid and its
+//! numbers agree with their closed forms.
+
+use std::path::{Path, PathBuf};
+
+use dpkit_lab::experiments::densities::{gaussian_density, laplace_density, staircase_density};
+use dpkit_lab::experiments::mean_height::typical_sensitivity_closed_form;
+use dpkit_lab::{Experiment, LabSettings, run};
+
+/// Runs one experiment in quick mode into a fresh folder.
+fn run_quick(experiment: Experiment) -> PathBuf {
+    let output = std::env::temp_dir().join(format!(
+        "dpkit-lab-test-{}-{}",
+        experiment.name(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&output);
+    let settings = LabSettings {
+        output: output.clone(),
+        data: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult"),
+        seed: Some(20_261_122),
+        quick: true,
+    };
+    let sections = run(&[experiment], &settings).unwrap();
+    let report = std::fs::read_to_string(output.join("report.md")).unwrap();
+    for section in &sections {
+        assert!(report.contains(&section.title));
+        for (png, _) in &section.figures {
+            assert!(report.contains(png.as_str()), "report links {png}");
+            assert_valid_figure(&output, png);
+        }
+        for csv in &section.csv_files {
+            assert!(rows(&output, csv).len() > 1, "{csv} has rows");
+        }
+    }
+    output
+}
+
+fn assert_valid_figure(folder: &Path, png: &str) {
+    let bytes = std::fs::read(folder.join(png)).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{png} is a PNG");
+    let svg = std::fs::read_to_string(folder.join(png.replace(".png", ".svg"))).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{png}: SVG"
+    );
+}
+
+/// CSV rows as maps from header to field.
+fn rows(folder: &Path, file: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(folder.join(file)).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|line| {
+            header
+                .iter()
+                .zip(line.split(','))
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column} is a number"))
+}
+
+#[test]
+fn speed_times_every_mechanism_on_both_generators() {
+    let folder = run_quick(Experiment::Speed);
+    let rows = rows(&folder, "speed.csv");
+    assert_eq!(rows.len(), 12 * 4);
+    assert!(
+        rows.iter()
+            .any(|r| r["mechanism"].starts_with("naive f64 Laplace"))
+    );
+    for row in &rows {
+        let (median, min, max) = (
+            number(row, "median_ns"),
+            number(row, "min_ns"),
+            number(row, "max_ns"),
+        );
+        assert!(0.0 < min && min <= median && median <= max, "{row:?}");
+    }
+}
+
+#[test]
+fn measured_accuracy_agrees_with_the_closed_forms() {
+    let folder = run_quick(Experiment::Accuracy);
+    let rows = rows(&folder, "accuracy.csv");
+    assert_eq!(rows.len(), 5 * 10, "5 mechanisms × (5 grid + 5 named ε)");
+    for row in &rows {
+        // At large ε rare tail values decide the sample moments and the
+        // normal approximation fails; up to ε = 4 every estimate rests on
+        // hundreds of nonzero values.
+        if number(row, "epsilon") > 4.0 {
+            continue;
+        }
+        for (measured, closed, error) in [
+            ("measured_abs", "closed_abs", "abs_standard_error"),
+            (
+                "measured_variance",
+                "closed_variance",
+                "variance_standard_error",
+            ),
+        ] {
+            let z = (number(row, measured) - number(row, closed)) / number(row, error);
+            assert!(z.abs() <= 6.0, "{measured}: z = {z} in {row:?}");
+        }
+    }
+}
+
+#[test]
+fn histogram_errors_match_fifty_times_the_noise_error() {
+    let folder = run_quick(Experiment::Histogram);
+    let counts = rows(&folder, "histogram_true_counts.csv");
+    assert_eq!(counts.len(), 50);
+    let people: f64 = counts.iter().map(|r| number(r, "people")).sum();
+    assert_eq!(
+        people, 32_561.0,
+        "every person of the training file is counted once"
+    );
+    for row in rows(&folder, "histogram.csv") {
+        if number(&row, "epsilon") > 1.0 {
+            continue;
+        }
+        let standard_error = number(&row, "sd_l1_error") / number(&row, "releases").sqrt();
+        let z = (number(&row, "mean_l1_error") - number(&row, "closed_form_mean_l1_error"))
+            / standard_error;
+        assert!(z.abs() <= 6.0, "z = {z} in {row:?}");
+    }
+}
+
+#[test]
+fn mean_height_uses_the_sampled_typical_sensitivity() {
+    let folder = run_quick(Experiment::MeanHeight);
+    let rows = rows(&folder, "mean_height.csv");
+    let typical = rows
+        .iter()
+        .find(|r| r["sensitivity_kind"] == "typical sensitivity")
+        .map(|r| number(r, "sensitivity_cm"))
+        .unwrap();
+    // 2,000 sampled distances: the mean is within 10% (about 6 standard errors).
+    assert!(
+        (typical / typical_sensitivity_closed_form() - 1.0).abs() < 0.10,
+        "{typical}"
+    );
+    // Error grows with the sensitivity at every ε.
+    for epsilon in rows.iter().map(|r| r["epsilon"].clone()) {
+        let at: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["epsilon"] == epsilon)
+            .map(|r| number(r, "mean_abs_error_cm"))
+            .collect();
+        assert_eq!(at.len(), 3);
+    }
+}
+
+#[test]
+fn exponential_frequencies_match_the_exact_probabilities() {
+    let folder = run_quick(Experiment::Exponential);
+    let mut checked = 0;
+    for row in rows(&folder, "exponential.csv") {
+        if row["observed_frequency"].is_empty() {
+            continue;
+        }
+        let draws = number(&row, "draws");
+        let p = number(&row, "exact_probability");
+        let observed = number(&row, "observed_frequency");
+        // Six binomial standard deviations, and at least one draw's worth.
+        let tolerance = 6.0 * (p * (1.0 - p) / draws).sqrt() + 1.0 / draws;
+        assert!((observed - p).abs() <= tolerance, "{row:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 7 * 5, "7 statuses at ε = 1 and four smaller ε");
+}
+
+#[test]
+fn composition_charges_the_accountant_totals() {
+    let folder = run_quick(Experiment::Composition);
+    let rows = rows(&folder, "composition.csv");
+    let mut totals: Vec<(String, f64)> = Vec::new();
+    for row in &rows {
+        let entry = (row["release"].clone(), number(row, "accountant_epsilon"));
+        if !totals.contains(&entry) {
+            totals.push(entry);
+        }
+    }
+    let charged: Vec<f64> = totals.iter().map(|t| (t.1 * 1e9).round() / 1e9).collect();
+    assert_eq!(charged, vec![0.1, 0.2, 0.3, 0.3]);
+    assert_eq!(rows.len(), 4 * 300);
+}
+
+#[test]
+fn densities_integrate_to_one() {
+    run_quick(Experiment::Densities);
+    let integrate = |f: &dyn Fn(f64) -> f64, half_width: f64| {
+        let steps = 400_000;
+        let h = 2.0 * half_width / steps as f64;
+        (0..steps)
+            .map(|i| f(-half_width + (i as f64 + 0.5) * h))
+            .sum::<f64>()
+            * h
+    };
+    for epsilon in [0.5, 1.0, 4.0] {
+        let gamma = 1.0 / (1.0 + (epsilon / 2.0f64).exp());
+        // The staircase is constant on [k, k + γ) and [k + γ, k + 1): sum
+        // each piece's width times the density at its middle, both signs.
+        let staircase: f64 = (0..400)
+            .map(|k| {
+                let k = k as f64;
+                let first = staircase_density(k + gamma / 2.0, epsilon, gamma, 1.0) * gamma;
+                let second =
+                    staircase_density(k + (1.0 + gamma) / 2.0, epsilon, gamma, 1.0) * (1.0 - gamma);
+                2.0 * (first + second)
+            })
+            .sum();
+        assert!(
+            (staircase - 1.0).abs() < 1e-12,
+            "staircase at ε = {epsilon}: {staircase}"
+        );
+        assert_eq!(
+            staircase_density(-0.3, epsilon, gamma, 1.0),
+            staircase_density(0.3, epsilon, gamma, 1.0)
+        );
+        let laplace = integrate(&|x| laplace_density(x, epsilon, 1.0), 200.0);
+        assert!(
+            (laplace - 1.0).abs() < 1e-4,
+            "Laplace at ε = {epsilon}: {laplace}"
+        );
+    }
+    let gaussian = integrate(&|x| gaussian_density(x, 7.0), 100.0);
+    assert!((gaussian - 1.0).abs() < 1e-6);
+}

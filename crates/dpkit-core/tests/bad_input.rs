@@ -206,3 +206,31 @@ proptest! {
         prop_assert!(gaussian.sigma() <= gaussian.analytic_sigma() * 1.02);
     }
 }
+
+/// Very large ε is valid input: every mechanism builds, keeps its proven
+/// bound, and releases values close to the truth, with no panic.
+#[test]
+fn very_large_epsilon_builds_and_releases_near_the_truth() {
+    use dpkit_core::mechanism::{IntegerMechanism, RealMechanism};
+    let mut rng = dpkit_core::rng::InsecureSeededRng::from_seed_for_testing(99);
+    for epsilon in [20.0, 50.0, 1e3, 1e6] {
+        let laplace = Laplace::new(epsilon, 1.0).unwrap();
+        assert!(laplace.realised_epsilon_bound() <= epsilon);
+        let staircase = Staircase::new(epsilon, 99.0).unwrap();
+        assert!(staircase.realised_epsilon_bound() <= epsilon);
+        let l2 = Staircase::with_gamma(epsilon, 99.0, StaircaseGamma::L2Optimal).unwrap();
+        let geometric = TwoSidedGeometric::new(epsilon, 1).unwrap();
+        assert!(geometric.realised_epsilon_bound() <= epsilon);
+        let discrete = DiscreteStaircase::new(epsilon, 5).unwrap();
+        for _ in 0..2000 {
+            assert!((laplace.privatize_with_rng(3.25, &mut rng).unwrap() - 3.25).abs() < 0.5);
+            // The staircase keeps its central step at large ε: the error stays
+            // far below Δ = 99, instead of spreading over ±Δ.
+            assert!((staircase.privatize_with_rng(3.25, &mut rng).unwrap() - 3.25).abs() < 10.0);
+            assert!((l2.privatize_with_rng(3.25, &mut rng).unwrap() - 3.25).abs() < 10.0);
+            assert!((geometric.privatize_with_rng(3, &mut rng) - 3).abs() <= 1);
+            assert!((discrete.privatize_with_rng(3, &mut rng) - 3).abs() <= 5);
+        }
+        assert!(staircase.expected_absolute_error() < 1.0, "ε = {epsilon}");
+    }
+}

@@ -39,9 +39,17 @@ impl StaircaseGamma {
     pub fn value(self, epsilon: f64) -> Result<f64> {
         let epsilon = require_positive("epsilon", epsilon)?;
         match self {
-            Self::L1Optimal => Ok(1.0 / (1.0 + (epsilon / 2.0).exp())),
+            // Positive for every ε, even where it underflows (ε > 1400).
+            Self::L1Optimal => Ok((1.0 / (1.0 + (epsilon / 2.0).exp())).max(f64::MIN_POSITIVE)),
             Self::L2Optimal => {
                 let b = (-epsilon).exp();
+                if b < 1e-12 {
+                    // The cubic below loses all precision (and b underflows at
+                    // ε > 745); its leading term is γ ≈ (b/2)^(1/3).
+                    return Ok(((-epsilon - std::f64::consts::LN_2) / 3.0)
+                        .exp()
+                        .max(f64::MIN_POSITIVE));
+                }
                 let one_minus_b = -(-epsilon).exp_m1();
                 let cubic = b - 2.0 * b * b + 2.0 * b.powi(4) - b.powi(5);
                 let gamma =
@@ -59,7 +67,8 @@ impl StaircaseGamma {
 /// # Privacy
 /// Exactly ε-DP, floating point included: the true value is rounded to a grid
 /// of spacing `g = 2^k ≤ Δ/2^20` and moved by `g·Z`, with `Z` the discrete
-/// staircase of period `N = ⌈Δ/g⌉` and rise `r = round(γN)`, which is the
+/// staircase of period `N = ⌈Δ/g⌉` and rise `r = round(γN)` (kept within
+/// `1..N` when `0 < γ < 1`), which is the
 /// continuous staircase sampled on the grid. Every grid point is reachable
 /// from every input; the realised loss is proven ≤ ε at construction.
 ///
@@ -96,7 +105,13 @@ impl Staircase {
         let gamma = gamma.value(epsilon)?;
         let lattice = Lattice::finer_than(sensitivity, RESOLUTION_BITS)?;
         let period = lattice.index_sensitivity(sensitivity);
-        let rise = ((gamma * period as f64).round() as u64).min(period);
+        // A γ strictly inside (0, 1) keeps both steps on the grid, however
+        // narrow: at large ε the L1-optimal γN is below one grid step, and
+        // rounding it to 0 would remove the central spike.
+        let mut rise = ((gamma * period as f64).round() as u64).min(period);
+        if gamma > 0.0 && gamma < 1.0 {
+            rise = rise.clamp(1, period - 1);
+        }
         let noise = StaircaseNoise::new(period, rise, epsilon * (1.0 - CALIBRATION_MARGIN))?;
         require_within_declared(noise.realised_loss_bound(), epsilon)?;
         Ok(Self {

@@ -71,6 +71,9 @@ impl StaircaseNoise {
     /// calibrated to `log_ratio` (slightly below ε) per period.
     pub(crate) fn new(period: u64, rise: u64, log_ratio: f64) -> Result<Self> {
         assert!(period >= 1 && rise <= period);
+        // As for the geometric: ratios beyond e^(−700) are sampled as e^(−700),
+        // which only lowers the realised loss.
+        let log_ratio = log_ratio.min(crate::sampling::geometric::MAX_UNIT_LOG_RATIO);
         let periods = GeometricSampler::new(log_ratio)?;
         let ratio = (-log_ratio).exp();
         if ratio >= 1.0 {
@@ -326,7 +329,7 @@ impl DirectCells {
                 (Some(level), count) if count > 0 => (count as f64).ln() + log_height - level * s,
                 _ => f64::NEG_INFINITY,
             }
-        });
+        })?;
         Some(Self {
             table,
             cells: cells.into_boxed_slice(),

@@ -26,8 +26,9 @@ pub(crate) struct AliasTable {
 }
 
 impl AliasTable {
-    /// The truncated geometric `P(R = r) ∝ e^(−s·r)` on `0..2^block_bits`.
-    pub(crate) fn truncated_geometric(unit_log_ratio: f64, block_bits: u32) -> Self {
+    /// The truncated geometric `P(R = r) ∝ e^(−s·r)` on `0..2^block_bits`
+    /// (`None` if its smallest mass is below the table's resolution).
+    pub(crate) fn truncated_geometric(unit_log_ratio: f64, block_bits: u32) -> Option<Self> {
         let s = unit_log_ratio;
         let block_mass = -(-((1u64 << block_bits) as f64) * s).exp_m1();
         let log_first = (-(-s).exp_m1()).ln() - block_mass.ln();
@@ -36,7 +37,11 @@ impl AliasTable {
 
     /// The table for cells whose ideal log-probabilities are `ideal_log(cell)`
     /// (they must sum to one; `−∞` marks a cell that must never be drawn).
-    pub(crate) fn new(block_bits: u32, ideal_log: impl Fn(usize) -> f64) -> Self {
+    ///
+    /// `None` when a cell of positive mass would round to nothing (its mass
+    /// is below about 2⁻⁶³): it would be unreachable, which no mechanism may
+    /// allow, so the caller must sample another way.
+    pub(crate) fn new(block_bits: u32, ideal_log: impl Fn(usize) -> f64) -> Option<Self> {
         assert!((1..=16).contains(&block_bits));
         let block = 1usize << block_bits;
         let threshold_bits = 63 - block_bits;
@@ -77,17 +82,19 @@ impl AliasTable {
                 assert_eq!(numerator, 0, "a padding cell is never drawn");
                 continue;
             }
-            assert!(numerator > 0, "every cell of positive mass keeps some");
+            if numerator == 0 {
+                return None;
+            }
             let realised = (numerator as f64).ln() - 63.0 * LN_2;
             low = low.min(realised - ideal);
             high = high.max(realised - ideal);
         }
-        Self {
+        Some(Self {
             block_bits,
             keep: keep.into_boxed_slice(),
             alias: alias.into_boxed_slice(),
             log_spread: high - low,
-        }
+        })
     }
 
     /// How many bits pick the column (the table has `2^block_bits` cells).
@@ -128,7 +135,8 @@ mod tests {
             0 => 0.25f64.ln(),
             2 => 0.75f64.ln(),
             _ => f64::NEG_INFINITY,
-        });
+        })
+        .unwrap();
         let mut counts = [0u64; 4];
         for column in 0..4u64 {
             for step in 0..1024u64 {
@@ -139,5 +147,17 @@ mod tests {
         }
         assert_eq!(counts, [1024, 0, 3072, 0]);
         assert!(table.log_spread() < 1e-12);
+    }
+
+    #[test]
+    fn a_mass_below_the_resolution_is_refused_not_dropped() {
+        let table = AliasTable::new(2, |cell| {
+            if cell == 3 {
+                -200.0
+            } else {
+                (1.0f64 / 3.0).ln()
+            }
+        });
+        assert!(table.is_none());
     }
 }

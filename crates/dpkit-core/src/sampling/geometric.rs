@@ -30,6 +30,8 @@ use super::alias_table::{AliasTable, LOW_63_BITS};
 use crate::error::{Error, Result, require_positive};
 
 pub(crate) const LN_4: f64 = 2.0 * LN_2;
+/// The largest per-step log-ratio sampled (see [`GeometricSampler::new`]).
+pub const MAX_UNIT_LOG_RATIO: f64 = 700.0;
 /// The largest alias table has `2^MAX_BLOCK_BITS` cells (32 KiB of thresholds).
 pub(crate) const MAX_BLOCK_BITS: u32 = 12;
 /// Upper bound on `ln β̃ − ln β`: β̃ is β inflated by 2⁻⁵⁰ and rounded up, on top of
@@ -60,15 +62,23 @@ pub struct GeometricSampler {
 
 impl GeometricSampler {
     /// A geometric with `P(G = i) ∝ e^(-unit_log_ratio·i)`.
+    ///
+    /// Ratios beyond `e^(−MAX_UNIT_LOG_RATIO)` = e^(−700) per step are sampled
+    /// as e^(−700) (the ratio must stay a normal double for the bounds below):
+    /// the draw is 0 with probability above 1 − 10⁻³⁰⁴ either way, and the
+    /// realised privacy loss is then below the requested one.
     pub fn new(unit_log_ratio: f64) -> Result<Self> {
-        let s = require_positive("geometric log-ratio", unit_log_ratio)?;
+        let s = require_positive("geometric log-ratio", unit_log_ratio)?.min(MAX_UNIT_LOG_RATIO);
         let mut levels = Vec::new();
         let mut level_ratio = s;
         let mut top_period = 1.0;
         while level_ratio < LN_4 {
             let wanted = (LN_4 / level_ratio).log2().ceil().max(1.0);
             let block_bits = (wanted as u32).min(MAX_BLOCK_BITS);
-            levels.push(AliasTable::truncated_geometric(level_ratio, block_bits));
+            // A level's masses span at most e^(−2 ln 4) = 1/16: always representable.
+            let level = AliasTable::truncated_geometric(level_ratio, block_bits)
+                .expect("a level's smallest mass is at least 1/16 of its largest");
+            levels.push(level);
             // Exact: the block is a power of two.
             level_ratio *= (1u64 << block_bits) as f64;
             top_period *= (1u64 << block_bits) as f64;

@@ -69,6 +69,10 @@ struct BlockedTables {
 
 /// The direct table needs `P(|Z| > T) ≤ e^(−4.2)` with `2T + 2 ≤ 4096` cells.
 const DIRECT_TABLE_MIN_S: f64 = 8.4 / 4096.0;
+/// Tables are used only when their realised masses are this close to the
+/// ideal ones (typically 1e-13); coarser ones (tiny masses at very large s)
+/// would eat the calibration margin.
+const MAX_TABLE_SPREAD: f64 = 1e-9;
 /// Each table's tail mass is at most `e^(−TAIL_EXPONENT)`, under 1/64.
 const TAIL_EXPONENT: f64 = 4.2;
 
@@ -77,13 +81,24 @@ impl TwoSidedGeometricSampler {
     pub fn new(unit_log_ratio: f64) -> Result<Self> {
         let magnitude = GeometricSampler::new(unit_log_ratio)?;
         let s = magnitude.unit_log_ratio();
-        let strategy = if s >= DIRECT_TABLE_MIN_S {
-            Strategy::Direct(DirectTable::new(s))
-        } else {
-            match BlockedTables::new(s)? {
-                Some(blocked) => Strategy::Blocked(Box::new(blocked)),
-                None => Strategy::SignMagnitude,
-            }
+        // Tables whose smallest cell would be below their resolution (very
+        // large s) are refused, and the exact sign-magnitude sampler is used.
+        let direct = (s >= DIRECT_TABLE_MIN_S)
+            .then(|| DirectTable::new(s))
+            .flatten()
+            .filter(|direct| direct.table.log_spread() <= MAX_TABLE_SPREAD);
+        let strategy = match direct {
+            Some(direct) => Strategy::Direct(direct),
+            None if s < DIRECT_TABLE_MIN_S => match BlockedTables::new(s)? {
+                Some(blocked)
+                    if blocked.blocks.log_spread() + blocked.offset.log_spread()
+                        <= MAX_TABLE_SPREAD =>
+                {
+                    Strategy::Blocked(Box::new(blocked))
+                }
+                _ => Strategy::SignMagnitude,
+            },
+            None => Strategy::SignMagnitude,
         };
         Ok(Self {
             magnitude,
@@ -176,7 +191,7 @@ impl TwoSidedGeometricSampler {
 }
 
 impl DirectTable {
-    fn new(s: f64) -> Self {
+    fn new(s: f64) -> Option<Self> {
         // Smallest table with 2^(m−1) ≥ 4.2/s, so the tail has mass ≤ e^(−4.2).
         let bits = ((2.0 * TAIL_EXPONENT / s).log2().ceil().max(2.0) as u32).min(MAX_BLOCK_BITS);
         let half = (1i64 << (bits - 1)) - 1;
@@ -189,8 +204,8 @@ impl DirectTable {
             } else {
                 log_tail
             }
-        });
-        Self { table, half }
+        })?;
+        Some(Self { table, half })
     }
 
     #[inline]
@@ -241,11 +256,15 @@ impl BlockedTables {
                 f64::NEG_INFINITY
             }
         });
+        let (Some(blocks), Some(offset)) = (blocks, AliasTable::truncated_geometric(s, block_bits))
+        else {
+            return Ok(None);
+        };
         Ok(Some(Self {
             blocks,
             half,
             block_bits,
-            offset: AliasTable::truncated_geometric(s, block_bits),
+            offset,
             blocks_beyond: GeometricSampler::new(block_ratio)?,
         }))
     }

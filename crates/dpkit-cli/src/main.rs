@@ -2,6 +2,7 @@
 
 mod audit;
 mod lab;
+mod query;
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
@@ -44,6 +45,17 @@ enum Command {
     /// Run the lab's experiments: figures (PNG and SVG), their numbers
     /// (CSV) and a report.md comparing the mechanisms on speed and accuracy.
     Lab(lab::LabArgs),
+    /// Answer a SQL query privately: COUNT, SUM and AVG, per group, with
+    /// confidence intervals, charged to the analyst's budget ledger.
+    ///
+    /// Example: dpkit query --description data/adult/adult.toml --epsilon 0.5
+    /// "SELECT sex, COUNT(*), AVG(age) FROM adult GROUP BY sex"
+    Query(query::QueryArgs),
+    /// Show an analyst's spent and remaining budget for a dataset.
+    Budget(query::BudgetArgs),
+    /// Draft a data description (TOML) from a CSV file's header, for a person
+    /// to complete with public bounds and domains.
+    Describe(query::DescribeArgs),
 }
 
 #[derive(Parser)]
@@ -288,6 +300,9 @@ fn main() -> ExitCode {
         Command::Noise(args) => noise(args).map(|()| false),
         Command::Audit(args) => audit::run(args),
         Command::Lab(args) => lab::lab(args).map(|()| false),
+        Command::Query(args) => query::query(args).map(|()| false),
+        Command::Budget(args) => query::budget(args).map(|()| false),
+        Command::Describe(args) => query::describe(args).map(|()| false),
     };
     match result {
         Ok(false) => ExitCode::SUCCESS,

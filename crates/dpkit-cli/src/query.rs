@@ -1,0 +1,224 @@
+//! `dpkit query`, `dpkit budget` and `dpkit describe`: private SQL with a
+//! budget that persists.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, ValueEnum};
+use dpkit_core::rng::SecureRng;
+use dpkit_query::description::draft_from_csv;
+use dpkit_query::ledger::BudgetState;
+use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+
+/// Where the ledger and which dataset.
+#[derive(Parser)]
+pub struct LedgerArgs {
+    /// The data description (TOML) of the dataset.
+    #[arg(long, value_name = "FILE")]
+    description: PathBuf,
+    /// Whose budget to charge; each analyst has a ledger per dataset.
+    #[arg(long, default_value = "default")]
+    analyst: String,
+    /// The ledger file (default: <table>.<analyst>.ledger.sqlite beside the description).
+    #[arg(long, value_name = "FILE")]
+    ledger: Option<PathBuf>,
+}
+
+#[derive(Parser)]
+#[command(allow_negative_numbers = true)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    ledger: LedgerArgs,
+    /// ε this query may spend (split evenly over its noisy measurements).
+    #[arg(long)]
+    epsilon: f64,
+    /// δ this query may spend: needed to GROUP BY a column without a public
+    /// domain (keys pass a noisy threshold) and for the gaussian mechanism.
+    #[arg(long, default_value_t = 0.0)]
+    delta: f64,
+    /// Noise for every aggregate (auto: geometric for counts, staircase for sums).
+    #[arg(long, value_enum, default_value_t = Mechanism::Auto)]
+    mechanism: Mechanism,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95)]
+    confidence: f64,
+    /// Print the rewritten plan, each release's ε and expected error; spend nothing.
+    #[arg(long)]
+    explain: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AnswerFormat::Table)]
+    format: AnswerFormat,
+    /// The query: SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM, AVG.
+    sql: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Mechanism {
+    /// geometric for counts, staircase for sums: the least error
+    Auto,
+    /// Laplace everywhere
+    Laplace,
+    /// Gaussian everywhere (needs --delta)
+    Gaussian,
+    /// staircase everywhere (discrete for counts)
+    Staircase,
+    /// two-sided geometric (counts, whole-number sums)
+    Geometric,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum AnswerFormat {
+    /// An aligned table with ± half-widths
+    Table,
+    /// CSV with value, low and high columns
+    Csv,
+    /// One JSON object
+    Json,
+}
+
+#[derive(Parser)]
+pub struct BudgetArgs {
+    #[command(flatten)]
+    ledger: LedgerArgs,
+}
+
+#[derive(Parser)]
+pub struct DescribeArgs {
+    /// The CSV file to describe (only its header and value types are read).
+    csv: PathBuf,
+    /// The table name queries will use (default: the file name).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+fn open_ledger(
+    args: &LedgerArgs,
+    description: &Description,
+    description_path: &Path,
+) -> Result<Ledger> {
+    if args.analyst.is_empty()
+        || !args
+            .analyst
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        bail!("--analyst must be letters, digits, '-' and '_'");
+    }
+    let path = args.ledger.clone().unwrap_or_else(|| {
+        description_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(format!(
+                "{}.{}.ledger.sqlite",
+                description.table, args.analyst
+            ))
+    });
+    Ok(Ledger::open(
+        &path,
+        description.budget_epsilon,
+        description.budget_delta,
+    )?)
+}
+
+fn budget_line(state: &BudgetState) -> String {
+    format!(
+        "remaining ε = {} of {}, δ = {} of {} ({} {} charged)",
+        round(state.remaining_epsilon()),
+        round(state.total_epsilon),
+        small(state.remaining_delta()),
+        small(state.total_delta),
+        state.queries,
+        if state.queries == 1 {
+            "query"
+        } else {
+            "queries"
+        }
+    )
+}
+
+/// δ-sized numbers: 0, or in exponent notation.
+fn small(value: f64) -> String {
+    if value == 0.0 {
+        "0".into()
+    } else {
+        format!("{:e}", (value * 1e15).round() / 1e15)
+    }
+}
+
+fn round(value: f64) -> f64 {
+    (value * 1e12).round() / 1e12
+}
+
+/// Answers one private query and prints it.
+pub fn query(args: &QueryArgs) -> Result<()> {
+    let description = Description::load(&args.ledger.description)?;
+    let settings = ReleaseSettings {
+        epsilon: args.epsilon,
+        delta: args.delta,
+        mechanism: match args.mechanism {
+            Mechanism::Auto => MechanismChoice::Auto,
+            Mechanism::Laplace => MechanismChoice::Laplace,
+            Mechanism::Gaussian => MechanismChoice::Gaussian,
+            Mechanism::Staircase => MechanismChoice::Staircase,
+            Mechanism::Geometric => MechanismChoice::Geometric,
+        },
+        confidence: args.confidence,
+    };
+    let ledger = open_ledger(&args.ledger, &description, &args.ledger.description)?;
+    let engine = QueryEngine::open(description)?;
+    if args.explain {
+        print!("{}", engine.explain(&args.sql, &settings)?);
+        return Ok(());
+    }
+    let mut rng = SecureRng::from_os()?;
+    let answer = engine.answer(&args.sql, &settings, &ledger, &mut rng)?;
+    let state = ledger.state()?;
+    match args.format {
+        AnswerFormat::Table => {
+            print!("{}", answer.to_text());
+            println!(
+                "\n{}% intervals · spent ε = {}, δ = {} · {}",
+                answer.confidence * 100.0,
+                answer.epsilon,
+                small(answer.delta),
+                budget_line(&state)
+            );
+        }
+        AnswerFormat::Csv => print!("{}", answer.to_csv()),
+        AnswerFormat::Json => {
+            let mut json = serde_json::to_value(&answer).context("cannot encode the answer")?;
+            json["remaining_epsilon"] = serde_json::json!(round(state.remaining_epsilon()));
+            json["remaining_delta"] = serde_json::json!(state.remaining_delta());
+            println!("{json}");
+        }
+    }
+    Ok(())
+}
+
+/// Prints an analyst's budget.
+pub fn budget(args: &BudgetArgs) -> Result<()> {
+    let description = Description::load(&args.ledger.description)?;
+    let ledger = open_ledger(&args.ledger, &description, &args.ledger.description)?;
+    let state = ledger.state()?;
+    println!(
+        "{} / {}: spent ε = {}, δ = {}; {}",
+        description.table,
+        args.ledger.analyst,
+        round(state.spent_epsilon),
+        small(state.spent_delta),
+        budget_line(&state)
+    );
+    Ok(())
+}
+
+/// Prints a draft description of a CSV file.
+pub fn describe(args: &DescribeArgs) -> Result<()> {
+    let name = args.name.clone().unwrap_or_else(|| {
+        args.csv.file_stem().map_or("data".into(), |s| {
+            s.to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        })
+    });
+    print!("{}", draft_from_csv(&args.csv, &name)?);
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! `dpkit query`, `dpkit budget` and `dpkit describe`, run as a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dpkit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpkit"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn description() -> String {
+    format!("{}/../../data/adult/adult.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fresh_ledger(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("dpkit-cli-{name}-{}.sqlite", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn query(ledger: &Path, extra: &[&str], sql: &str) -> Output {
+    let description = description();
+    let mut args = vec![
+        "query",
+        "--description",
+        &description,
+        "--ledger",
+        ledger.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.push(sql);
+    dpkit(&args)
+}
+
+fn spent(ledger: &Path) -> String {
+    let output = dpkit(&[
+        "budget",
+        "--description",
+        &description(),
+        "--ledger",
+        ledger.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_main_job_prints_a_table_with_intervals_and_charges_the_ledger() {
+    let ledger = fresh_ledger("main");
+    let output = query(
+        &ledger,
+        &["--epsilon", "1"],
+        "SELECT sex, COUNT(*) AS people, AVG(age) AS mean_age FROM adult GROUP BY sex",
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("sex "), "{text}");
+    assert!(
+        text.contains("Female") && text.contains("Male") && text.contains(" ± "),
+        "{text}"
+    );
+    assert!(
+        text.contains("95% intervals") && text.contains("remaining ε = 9 of 10"),
+        "{text}"
+    );
+    assert!(spent(&ledger).contains("spent ε = 1,"));
+}
+
+#[test]
+fn explain_shows_the_plan_and_spends_nothing() {
+    let ledger = fresh_ledger("explain");
+    let output = query(
+        &ledger,
+        &["--epsilon", "1", "--explain"],
+        "SELECT race, SUM(\"hours-per-week\") FROM adult WHERE age >= 18 GROUP BY race",
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    for needle in [
+        "Aggregate:",
+        "CASE WHEN",
+        "staircase",
+        "public domain, 5 combination",
+        "Total cost: ε = 1",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    assert!(
+        spent(&ledger).contains("spent ε = 0,"),
+        "{}",
+        spent(&ledger)
+    );
+}
+
+#[test]
+fn json_and_csv_outputs_are_for_scripts() {
+    let ledger = fresh_ledger("formats");
+    let json = query(
+        &ledger,
+        &["--epsilon", "0.5", "--format", "json"],
+        "SELECT COUNT(*) AS n FROM adult",
+    );
+    assert_eq!(json.status.code(), Some(0), "{json:?}");
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["columns"][0], "n");
+    let n = value["rows"][0][0]["value"].as_f64().unwrap();
+    assert!((n - 32_561.0).abs() < 100.0, "{n}");
+    assert_eq!(value["epsilon"], 0.5);
+    let csv = query(
+        &ledger,
+        &["--epsilon", "0.5", "--format", "csv"],
+        "SELECT sex, COUNT(*) AS n FROM adult GROUP BY sex",
+    );
+    let text = String::from_utf8(csv.stdout).unwrap();
+    assert_eq!(text.lines().next(), Some("sex,n,n_low,n_high"));
+    assert_eq!(text.lines().count(), 3);
+}
+
+#[test]
+fn bad_queries_get_one_error_line_spend_nothing_and_echo_no_data() {
+    let ledger = fresh_ledger("bad");
+    for (sql, extra, needle) in [
+        ("SELECT COUNT(* FROM adult", vec!["--epsilon", "1"], "SQL"),
+        (
+            "SELECT COUNT(*) FROM census",
+            vec!["--epsilon", "1"],
+            "census",
+        ),
+        (
+            "SELECT SUM(salary) FROM adult",
+            vec!["--epsilon", "1"],
+            "salary",
+        ),
+        (
+            "SELECT COUNT(*) FROM adult a JOIN adult b ON a.age = b.age",
+            vec!["--epsilon", "1"],
+            "join",
+        ),
+        (
+            "SELECT COUNT(*) FROM adult WHERE age IN (SELECT age FROM adult)",
+            vec!["--epsilon", "1"],
+            "subqueries",
+        ),
+        (
+            "SELECT SUM(sex) FROM adult",
+            vec!["--epsilon", "1"],
+            "numeric",
+        ),
+        (
+            "SELECT SUM(fnlwgt) FROM adult",
+            vec!["--epsilon", "1"],
+            "bounds",
+        ),
+        (
+            "SELECT MEDIAN(age) FROM adult",
+            vec!["--epsilon", "1"],
+            "MEDIAN",
+        ),
+        (
+            "SELECT age FROM adult WHERE sex = 'Male'",
+            vec!["--epsilon", "1"],
+            "aggregate",
+        ),
+        (
+            "SELECT \"native-country\", COUNT(*) FROM adult GROUP BY \"native-country\"",
+            vec!["--epsilon", "1"],
+            "δ > 0",
+        ),
+        (
+            "SELECT COUNT(*) FROM adult",
+            vec!["--epsilon", "11"],
+            "budget",
+        ),
+        (
+            "SELECT COUNT(*) FROM adult",
+            vec!["--epsilon", "0"],
+            "epsilon",
+        ),
+    ] {
+        let output = query(&ledger, &extra, sql);
+        assert_eq!(output.status.code(), Some(2), "{sql}");
+        assert!(output.stdout.is_empty(), "{sql}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{sql}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{sql}: expected {needle:?} in {stderr}"
+        );
+        assert!(
+            !stderr.contains("United-States") && !stderr.contains("Private"),
+            "{stderr}"
+        );
+    }
+    assert!(
+        spent(&ledger).contains("spent ε = 0,"),
+        "{}",
+        spent(&ledger)
+    );
+}
+
+#[test]
+fn the_budget_runs_out_and_then_refuses() {
+    let ledger = fresh_ledger("exhaust");
+    let count = "SELECT COUNT(*) FROM adult";
+    for _ in 0..2 {
+        assert_eq!(
+            query(&ledger, &["--epsilon", "4"], count).status.code(),
+            Some(0)
+        );
+    }
+    let refused = query(&ledger, &["--epsilon", "4"], count);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8(refused.stderr)
+            .unwrap()
+            .contains("only ε = 2 of 10 remains")
+    );
+    assert!(spent(&ledger).contains("remaining ε = 2 of 10"));
+}
+
+#[test]
+fn describe_drafts_a_description_without_bounds() {
+    let csv = format!(
+        "{}/../../data/adult/adult.test.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let output = dpkit(&["describe", &csv, "--name", "adult_test"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("name = \"adult_test\"")
+            && text.contains("[columns.age]\ntype = \"integer\"\n# bounds")
+    );
+    assert!(!text.contains("\nbounds ="), "never bounds from the data");
+}

@@ -1,0 +1,394 @@
+//! The embedded engine: DataFusion runs the rewritten plan, dpkit releases.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, Int64Array, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::util::display::array_value_to_string;
+use datafusion::catalog::TableProvider;
+use datafusion::common::Column;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
+use rand_core::CryptoRng;
+
+use crate::description::{Description, FileFormat};
+use crate::error::{QueryError, Result};
+use crate::ledger::Ledger;
+use crate::plan::{PrivateQuery, plan_private};
+use crate::release::{ExactGroups, NoisePlan, ReleaseSettings, ReleasedTable, plan_noise, release};
+
+/// A dataset opened for private queries.
+pub struct QueryEngine {
+    description: Description,
+    context: SessionContext,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// Errors while running the plan may quote rows of the data file (a value
+/// that failed to parse, say): they are replaced by a message without data.
+fn execution_error(_error: impl std::fmt::Display) -> QueryError {
+    QueryError::Data(
+        "the data file could not be read as described (details withheld: they could quote \
+         private values)"
+            .into(),
+    )
+}
+
+impl QueryEngine {
+    /// Opens the description's data file.
+    pub fn open(description: Description) -> Result<Self> {
+        let runtime = runtime()?;
+        let context = session();
+        let path = description.file.to_string_lossy().into_owned();
+        if !description.file.is_file() {
+            return Err(QueryError::Data(format!(
+                "cannot read {path}: no such file"
+            )));
+        }
+        runtime
+            .block_on(async {
+                match description.format {
+                    FileFormat::Csv => {
+                        let extension = description
+                            .file
+                            .extension()
+                            .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+                        let options = CsvReadOptions::new()
+                            .has_header(true)
+                            .file_extension(&extension);
+                        context
+                            .register_csv(description.table.as_str(), &path, options)
+                            .await
+                    }
+                    FileFormat::Parquet => {
+                        context
+                            .register_parquet(
+                                description.table.as_str(),
+                                &path,
+                                ParquetReadOptions::default(),
+                            )
+                            .await
+                    }
+                }
+            })
+            .map_err(|_| {
+                QueryError::Data(format!("cannot read {path} as {:?}", description.format))
+            })?;
+        Ok(Self {
+            description,
+            context,
+            runtime,
+        })
+    }
+
+    /// Serves `provider` (an in-memory table, say) under the description's table name.
+    pub fn with_table(description: Description, provider: Arc<dyn TableProvider>) -> Result<Self> {
+        let runtime = runtime()?;
+        let context = session();
+        context
+            .register_table(description.table.as_str(), provider)
+            .map_err(|e| QueryError::Data(e.to_string()))?;
+        Ok(Self {
+            description,
+            context,
+            runtime,
+        })
+    }
+
+    /// The description.
+    pub fn description(&self) -> &Description {
+        &self.description
+    }
+
+    /// The DataFusion session (for running non-private comparisons in benchmarks).
+    pub fn session(&self) -> &SessionContext {
+        &self.context
+    }
+
+    /// Runs `future` on the engine's runtime.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// Plans `sql` privately: checks it and rewrites its plan. Spends nothing.
+    pub fn plan(&self, sql: &str) -> Result<PrivateQuery> {
+        let state = self.context.state();
+        let logical = self
+            .runtime
+            .block_on(state.create_logical_plan(sql))
+            .map_err(|e| QueryError::Sql(planning_message(&e.to_string())))?;
+        let schema = self
+            .runtime
+            .block_on(self.context.table_provider(self.description.table.as_str()))
+            .map_err(|e| QueryError::Sql(e.to_string()))?
+            .schema();
+        let type_of = |column: &str| {
+            schema
+                .field_with_name(column)
+                .ok()
+                .map(|f| f.data_type().clone())
+        };
+        let mut domain_of = |expr: &Expr, column: &str, bounds: (i64, i64)| {
+            self.enumerate_domain(expr, column, bounds)
+        };
+        plan_private(sql, &logical, &self.description, &type_of, &mut domain_of)
+    }
+
+    /// The values a GROUP BY expression over one integer column takes on
+    /// every value of its public bounds: a public domain for its bins.
+    fn enumerate_domain(
+        &self,
+        expr: &Expr,
+        column: &str,
+        (low, high): (i64, i64),
+    ) -> Result<Vec<String>> {
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values(low..=high));
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            column,
+            DataType::Int64,
+            false,
+        )]));
+        let batch = RecordBatch::try_new(schema, vec![values])
+            .map_err(|e| QueryError::Sql(e.to_string()))?;
+        let unqualified = expr
+            .clone()
+            .transform(|e| match e {
+                Expr::Column(c) => Ok(Transformed::yes(Expr::Column(Column::new_unqualified(
+                    c.name,
+                )))),
+                other => Ok(Transformed::no(other)),
+            })
+            .map_err(|e| QueryError::Sql(e.to_string()))?
+            .data
+            .alias("bin");
+        let batches = self
+            .runtime
+            .block_on(async {
+                self.context
+                    .read_batch(batch)?
+                    .select(vec![unqualified])?
+                    .distinct()?
+                    .collect()
+                    .await
+            })
+            .map_err(|e| QueryError::Sql(e.to_string()))?;
+        let mut domain = Vec::new();
+        for batch in &batches {
+            let array = batch.column(0);
+            for row in 0..array.len() {
+                if array.is_valid(row) {
+                    domain.push(
+                        array_value_to_string(array, row)
+                            .map_err(|e| QueryError::Sql(e.to_string()))?,
+                    );
+                }
+            }
+        }
+        domain.sort_by(|a, b| match (a.parse::<f64>(), b.parse::<f64>()) {
+            (Ok(x), Ok(y)) => x.total_cmp(&y),
+            _ => a.cmp(b),
+        });
+        Ok(domain)
+    }
+
+    /// Runs the rewritten plan: the exact, clamped, per-group measurements.
+    pub fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
+        let batches = self
+            .runtime
+            .block_on(async {
+                self.context
+                    .execute_logical_plan(query.plan.clone())
+                    .await?
+                    .collect()
+                    .await
+            })
+            .map_err(execution_error)?;
+        let keys_count = query.group_names.len();
+        let mut exact = ExactGroups::default();
+        for batch in &batches {
+            let measurements: Vec<ArrayRef> = (keys_count..batch.num_columns())
+                .map(|i| cast(batch.column(i), &DataType::Float64))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(execution_error)?;
+            for row in 0..batch.num_rows() {
+                let mut key = Vec::with_capacity(keys_count);
+                let mut skip = false;
+                for column in 0..keys_count {
+                    let array = batch.column(column);
+                    if array.is_null(row) {
+                        skip = true; // NULL keys are never released
+                        break;
+                    }
+                    key.push(array_value_to_string(array, row).map_err(execution_error)?);
+                }
+                if skip {
+                    continue;
+                }
+                let values = measurements
+                    .iter()
+                    .map(|array| {
+                        let array = array
+                            .as_any()
+                            .downcast_ref::<datafusion::arrow::array::Float64Array>();
+                        array.map_or(0.0, |a| if a.is_null(row) { 0.0 } else { a.value(row) })
+                    })
+                    .collect();
+                exact.keys.push(key);
+                exact.values.push(values);
+            }
+        }
+        Ok(exact)
+    }
+
+    /// Plans, charges the ledger, runs and releases `sql`. The cost is
+    /// committed before anything runs and refunded if the run fails; nothing
+    /// is charged if the query cannot be planned.
+    pub fn answer<R: CryptoRng + ?Sized>(
+        &self,
+        sql: &str,
+        settings: &ReleaseSettings,
+        ledger: &Ledger,
+        rng: &mut R,
+    ) -> Result<ReleasedTable> {
+        let query = self.plan(sql)?;
+        let noise = plan_noise(&query, settings)?;
+        let charge = ledger.charge(noise.cost, sql)?;
+        let outcome = self
+            .exact(&query)
+            .and_then(|exact| release(&query, &noise, &exact, settings.confidence, rng));
+        if outcome.is_err() {
+            ledger.refund(charge)?;
+        }
+        outcome
+    }
+
+    /// The explanation of `sql` under `settings`: the rewritten plan, each
+    /// release's mechanism, ε and expected error. Spends nothing.
+    pub fn explain(&self, sql: &str, settings: &ReleaseSettings) -> Result<String> {
+        let query = self.plan(sql)?;
+        let noise = plan_noise(&query, settings)?;
+        Ok(explanation(&query, &noise, settings))
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| QueryError::Data(format!("cannot start the query runtime: {e}")))
+}
+
+fn session() -> SessionContext {
+    SessionContext::new_with_config(SessionConfig::new().with_information_schema(false))
+}
+
+/// DataFusion's planning error, shortened to its first reason. Planning
+/// errors name only things from the query and the schema, never data.
+fn planning_message(text: &str) -> String {
+    let mut message = text.lines().next().unwrap_or_default().to_string();
+    for prefix in [
+        "Error during planning: ",
+        "Internal error: ",
+        "Schema error: ",
+        "SQL error: ",
+    ] {
+        while let Some(rest) = message.strip_prefix(prefix) {
+            message = rest.to_string();
+        }
+    }
+    if let Some(start) = message.find("Function '") {
+        if message.contains("failed to match any signature") {
+            let name = message[start + 10..]
+                .split('\'')
+                .next()
+                .unwrap_or("")
+                .to_uppercase();
+            return format!(
+                "{name}() does not accept these argument types (SUM and AVG need a numeric column)"
+            );
+        }
+    }
+    if let Some(cut) = message.find(", errors:") {
+        message.truncate(cut);
+    }
+    message
+}
+
+fn explanation(query: &PrivateQuery, noise: &NoisePlan, settings: &ReleaseSettings) -> String {
+    use crate::plan::{AggregateKind, KeySelection};
+    let mut text = String::from(
+        "Rewritten plan (DataFusion computes these exact, clamped aggregates; dpkit adds the \
+         noise to its small result):\n",
+    );
+    text.push_str(&format!("{}\n", query.plan.display_indent()));
+    text.push_str(&format!(
+        "\nReleases ({}% intervals):\n",
+        settings.confidence * 100.0
+    ));
+    text.push_str(&format!(
+        "  {:<24} {:<30} {:<20} {:>10} {:>12} {:>12} {:>12}\n",
+        "column", "measurement", "mechanism", "ε", "sensitivity", "E|error|", "± half-width"
+    ));
+    for (aggregate, measurements) in query.aggregates.iter().zip(&query.measurement_of) {
+        for (position, &m) in measurements.iter().enumerate() {
+            let what = match (&aggregate.kind, position) {
+                (AggregateKind::CountRows, _) => "count of rows".to_string(),
+                (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
+                (AggregateKind::Sum { column, bounds, .. }, _)
+                | (AggregateKind::Avg { column, bounds }, 0) => {
+                    format!("sum of {column} in [{}, {}]", bounds.0, bounds.1)
+                }
+                (AggregateKind::Avg { column, .. }, _) => format!("count of {column}"),
+            };
+            let planned = &noise.noises[m];
+            text.push_str(&format!(
+                "  {:<24} {:<30} {:<20} {:>10.4} {:>12} {:>12.4} {:>12.4}\n",
+                aggregate.name,
+                what,
+                planned.mechanism(),
+                planned.epsilon,
+                planned.sensitivity,
+                planned.expected_absolute_error,
+                planned.half_width
+            ));
+        }
+        if let AggregateKind::Avg { bounds, .. } = aggregate.kind {
+            text.push_str(&format!(
+                "  {:<24} = noisy sum / noisy count, clamped to [{}, {}]; each interval at half the α\n",
+                "", bounds.0, bounds.1
+            ));
+        }
+    }
+    match &query.keys {
+        KeySelection::Single => text.push_str("\nKeys: none (one row)\n"),
+        KeySelection::Domain(cells) => text.push_str(&format!(
+            "\nKeys: the public domain, {} combination(s), released whether or not they occur\n",
+            cells.len()
+        )),
+        KeySelection::Threshold => {
+            if let (Some(index), Some(threshold)) = (query.threshold_measurement, noise.threshold) {
+                let planned = &noise.noises[index];
+                text.push_str(&format!(
+                    "\nKeys: no public domain, so only keys whose noisy row count ({}, ε = {:.4}) \
+                     reaches τ = {threshold} are released (δ = {:e})\n",
+                    planned.mechanism(),
+                    planned.epsilon,
+                    noise.threshold_delta
+                ));
+            }
+        }
+    }
+    text.push_str(&format!(
+        "Rows per person: {}. Each person is in at most that many groups, so the noise per \
+         group is calibrated to that and the groups compose in parallel.\n",
+        query.rows_per_person
+    ));
+    text.push_str(&format!(
+        "Total cost: ε = {}, δ = {} (nothing is spent by --explain)\n",
+        noise.cost.epsilon(),
+        noise.cost.delta()
+    ));
+    text
+}

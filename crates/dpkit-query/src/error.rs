@@ -1,0 +1,38 @@
+//! What can go wrong with a private query. No message ever contains a value
+//! from the private data: only names from the query and the description.
+
+use thiserror::Error;
+
+/// A query that cannot be answered privately, or a setup that cannot run.
+#[derive(Debug, Error)]
+pub enum QueryError {
+    /// The data description file is missing, malformed or inconsistent.
+    #[error("data description: {0}")]
+    Description(String),
+    /// The SQL does not parse, or names something that does not exist.
+    #[error("SQL: {0}")]
+    Sql(String),
+    /// The query is valid SQL but dpkit cannot make it private.
+    #[error("cannot answer privately: {0}")]
+    NotPrivate(String),
+    /// The privacy budget cannot pay for the query.
+    #[error("budget: {0}")]
+    Budget(String),
+    /// The ledger database failed.
+    #[error("ledger {path}: {reason}")]
+    Ledger {
+        /// The ledger file.
+        path: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The data file could not be read.
+    #[error("data file: {0}")]
+    Data(String),
+    /// A mechanism rejected its parameters (ε, δ, confidence).
+    #[error(transparent)]
+    Mechanism(#[from] dpkit_core::Error),
+}
+
+/// `Result` with [`QueryError`].
+pub type Result<T> = std::result::Result<T, QueryError>;

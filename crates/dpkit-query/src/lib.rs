@@ -1,0 +1,36 @@
+#![deny(missing_docs)]
+//! # dpkit-query
+//!
+//! Differentially private SQL over CSV and Parquet files. DataFusion parses
+//! and plans the query; dpkit checks the plan and rewrites it to compute only
+//! clamped, contribution-bounded exact aggregates (COUNT, SUM, AVG per
+//! group) with built-in functions. It then adds noise in Rust to that small
+//! result, chooses which group keys to release, attaches confidence
+//! intervals and charges a budget ledger that survives restarts.
+//!
+//! ```no_run
+//! use dpkit_query::{Description, Ledger, QueryEngine, ReleaseSettings};
+//! use dpkit_core::rng::SecureRng;
+//! let description = Description::load("data/adult/adult.toml".as_ref()).unwrap();
+//! let ledger = Ledger::open("alice.ledger.sqlite".as_ref(), description.budget_epsilon, description.budget_delta).unwrap();
+//! let engine = QueryEngine::open(description).unwrap();
+//! let settings = ReleaseSettings { epsilon: 0.5, delta: 0.0, mechanism: Default::default(), confidence: 0.95 };
+//! let answer = engine
+//!     .answer("SELECT sex, COUNT(*) FROM adult GROUP BY sex", &settings, &ledger, &mut SecureRng::from_os().unwrap())
+//!     .unwrap();
+//! println!("{}", answer.to_text());
+//! ```
+
+pub mod description;
+pub mod engine;
+pub mod error;
+pub mod ledger;
+pub mod output;
+pub mod plan;
+pub mod release;
+
+pub use description::Description;
+pub use engine::QueryEngine;
+pub use error::{QueryError, Result};
+pub use ledger::Ledger;
+pub use release::{MechanismChoice, ReleaseSettings, ReleasedTable};

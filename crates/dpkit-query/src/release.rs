@@ -1,0 +1,497 @@
+//! The private step: noise on the exact per-group results, key selection,
+//! post-processing and confidence intervals. Everything here runs in Rust on
+//! the small result of the rewritten plan.
+
+use std::collections::HashMap;
+
+use dpkit_core::accounting::PrivacyLoss;
+use dpkit_core::accuracy::NoiseAccuracy;
+use dpkit_core::mechanism::{
+    DiscreteGaussian, DiscreteStaircase, Gaussian, IntegerMechanism, Laplace, RealMechanism,
+    Staircase, TwoSidedGeometric,
+};
+use rand_core::CryptoRng;
+use serde::Serialize;
+
+use crate::error::{QueryError, Result};
+use crate::plan::{AggregateKind, KeySelection, Measurement, OutputColumn, PrivateQuery};
+
+/// Which noise to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MechanismChoice {
+    /// The least error for each aggregate: two-sided geometric for counts,
+    /// staircase for sums.
+    #[default]
+    Auto,
+    /// Laplace everywhere.
+    Laplace,
+    /// Gaussian everywhere (needs δ): discrete for counts.
+    Gaussian,
+    /// Staircase everywhere: discrete for counts.
+    Staircase,
+    /// Two-sided geometric: counts, and sums of whole-number columns.
+    Geometric,
+}
+
+/// The privacy parameters and error-bar level of one query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReleaseSettings {
+    /// Total ε of the query (split evenly over its noisy measurements).
+    pub epsilon: f64,
+    /// Total δ (for key thresholding and Gaussian noise; 0 otherwise).
+    pub delta: f64,
+    /// Which noise.
+    pub mechanism: MechanismChoice,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+}
+
+/// One configured noise.
+#[derive(Debug, Clone)]
+enum Noise {
+    Geometric(TwoSidedGeometric),
+    DiscreteStaircase(DiscreteStaircase),
+    DiscreteGaussian(DiscreteGaussian),
+    Laplace(Laplace),
+    Staircase(Staircase),
+    Gaussian(Gaussian),
+}
+
+impl Noise {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Geometric(_) => "two-sided geometric",
+            Self::DiscreteStaircase(_) => "discrete staircase",
+            Self::DiscreteGaussian(_) => "discrete Gaussian",
+            Self::Laplace(_) => "Laplace",
+            Self::Staircase(_) => "staircase",
+            Self::Gaussian(_) => "Gaussian",
+        }
+    }
+
+    fn accuracy(&self) -> &dyn NoiseAccuracy {
+        match self {
+            Self::Geometric(m) => m,
+            Self::DiscreteStaircase(m) => m,
+            Self::DiscreteGaussian(m) => m,
+            Self::Laplace(m) => m,
+            Self::Staircase(m) => m,
+            Self::Gaussian(m) => m,
+        }
+    }
+
+    fn is_integer(&self) -> bool {
+        matches!(
+            self,
+            Self::Geometric(_) | Self::DiscreteStaircase(_) | Self::DiscreteGaussian(_)
+        )
+    }
+
+    /// `exact` plus noise. Integer noises take integer exact values (counts,
+    /// sums of whole numbers); the rest release on their grids.
+    fn release<R: CryptoRng + ?Sized>(&self, exact: f64, rng: &mut R) -> Result<f64> {
+        let whole = || exact.round() as i64;
+        Ok(match self {
+            Self::Geometric(m) => m.privatize_with_rng(whole(), rng) as f64,
+            Self::DiscreteStaircase(m) => m.privatize_with_rng(whole(), rng) as f64,
+            Self::DiscreteGaussian(m) => m.privatize_with_rng(whole(), rng) as f64,
+            Self::Laplace(m) => m.privatize_with_rng(exact, rng)?,
+            Self::Staircase(m) => m.privatize_with_rng(exact, rng)?,
+            Self::Gaussian(m) => m.privatize_with_rng(exact, rng)?,
+        })
+    }
+}
+
+/// One measurement's noise, as planned.
+#[derive(Debug, Clone)]
+pub struct PlannedNoise {
+    noise: Noise,
+    /// ε spent on it.
+    pub epsilon: f64,
+    /// δ spent on it.
+    pub delta: f64,
+    /// Its sensitivity.
+    pub sensitivity: f64,
+    /// Half-width of its interval at the level its aggregate needs.
+    pub half_width: f64,
+    /// Its expected absolute error.
+    pub expected_absolute_error: f64,
+}
+
+impl PlannedNoise {
+    /// The mechanism's name.
+    pub fn mechanism(&self) -> &'static str {
+        self.noise.name()
+    }
+}
+
+/// The noise for every measurement, the threshold and the total cost.
+#[derive(Debug, Clone)]
+pub struct NoisePlan {
+    /// One per measurement.
+    pub noises: Vec<PlannedNoise>,
+    /// The noisy row count a key needs to be released (thresholding only).
+    pub threshold: Option<f64>,
+    /// δ charged for thresholding.
+    pub threshold_delta: f64,
+    /// What the query costs.
+    pub cost: PrivacyLoss,
+}
+
+/// Plans the noise of `query` under `settings`.
+pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
+    let epsilon = PrivacyLoss::pure(settings.epsilon)?.epsilon();
+    if !(0.0..1.0).contains(&settings.delta) {
+        return Err(QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
+            name: "delta",
+            reason: format!("must lie in [0, 1), got {}", settings.delta),
+        }));
+    }
+    if !(settings.confidence > 0.0 && settings.confidence < 1.0) {
+        return Err(QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
+            name: "confidence",
+            reason: format!(
+                "must lie strictly between 0 and 1, got {}",
+                settings.confidence
+            ),
+        }));
+    }
+    let alpha = 1.0 - settings.confidence;
+    let thresholding = query.threshold_measurement.is_some();
+    let gaussian = settings.mechanism == MechanismChoice::Gaussian;
+    if (thresholding || gaussian) && settings.delta <= 0.0 {
+        let why = if thresholding {
+            "GROUP BY a column without a public domain releases only keys whose noisy count \
+             passes a threshold, which needs δ > 0 (for example --delta 1e-6)"
+        } else {
+            "the Gaussian mechanism needs δ > 0 (for example --delta 1e-6)"
+        };
+        return Err(QueryError::NotPrivate(why.into()));
+    }
+    let count = query.measurements.len();
+    let per_measurement = epsilon / count as f64;
+    let threshold_delta = match (thresholding, gaussian) {
+        (true, true) => settings.delta / 2.0,
+        (true, false) => settings.delta,
+        (false, _) => 0.0,
+    };
+    let gaussian_count = if gaussian {
+        count - usize::from(thresholding)
+    } else {
+        0
+    };
+    let per_gaussian_delta = if gaussian_count > 0 {
+        (settings.delta - threshold_delta) / gaussian_count as f64
+    } else {
+        0.0
+    };
+    // AVG uses two measurements: each interval at α/2 makes the ratio's box ≥ 1 − α.
+    let mut level = vec![alpha; count];
+    for (aggregate, measurements) in query.aggregates.iter().zip(&query.measurement_of) {
+        if matches!(aggregate.kind, AggregateKind::Avg { .. }) {
+            for &m in measurements {
+                level[m] = alpha / 2.0;
+            }
+        }
+    }
+    let k = query.rows_per_person;
+    let mut noises = Vec::with_capacity(count);
+    for (index, measurement) in query.measurements.iter().enumerate() {
+        let is_threshold = query.threshold_measurement == Some(index);
+        let (noise, sensitivity, delta) = match measurement {
+            Measurement::Count => {
+                let choice = if is_threshold {
+                    MechanismChoice::Auto
+                } else {
+                    settings.mechanism
+                };
+                let delta = if choice == MechanismChoice::Gaussian {
+                    per_gaussian_delta
+                } else {
+                    0.0
+                };
+                let noise = match choice {
+                    MechanismChoice::Auto | MechanismChoice::Geometric => {
+                        Noise::Geometric(TwoSidedGeometric::new(per_measurement, k)?)
+                    }
+                    MechanismChoice::Staircase => {
+                        Noise::DiscreteStaircase(DiscreteStaircase::new(per_measurement, k)?)
+                    }
+                    MechanismChoice::Gaussian => {
+                        Noise::DiscreteGaussian(DiscreteGaussian::new(per_measurement, delta, k)?)
+                    }
+                    MechanismChoice::Laplace => {
+                        Noise::Laplace(Laplace::new(per_measurement, k as f64)?)
+                    }
+                };
+                (noise, k as f64, delta)
+            }
+            Measurement::Sum { magnitude, integer } => {
+                let sensitivity = k as f64 * magnitude;
+                let delta = if gaussian { per_gaussian_delta } else { 0.0 };
+                let noise = match settings.mechanism {
+                    MechanismChoice::Auto | MechanismChoice::Staircase => {
+                        Noise::Staircase(Staircase::new(per_measurement, sensitivity)?)
+                    }
+                    MechanismChoice::Laplace => {
+                        Noise::Laplace(Laplace::new(per_measurement, sensitivity)?)
+                    }
+                    MechanismChoice::Gaussian => {
+                        Noise::Gaussian(Gaussian::new(per_measurement, delta, sensitivity)?)
+                    }
+                    MechanismChoice::Geometric if *integer && sensitivity.fract() == 0.0 => {
+                        Noise::Geometric(TwoSidedGeometric::new(
+                            per_measurement,
+                            sensitivity as u64,
+                        )?)
+                    }
+                    MechanismChoice::Geometric => {
+                        return Err(QueryError::NotPrivate(
+                            "the geometric mechanism releases integers: use it for counts and \
+                             sums of whole-number columns with whole-number bounds"
+                                .into(),
+                        ));
+                    }
+                };
+                (noise, sensitivity, delta)
+            }
+        };
+        let accuracy = noise.accuracy();
+        let mut half_width = accuracy.confidence_half_width(level[index])?;
+        if !noise.is_integer() && matches!(measurement, Measurement::Count) {
+            half_width += 0.5; // released counts are rounded
+        }
+        noises.push(PlannedNoise {
+            expected_absolute_error: accuracy.expected_absolute_error(),
+            noise,
+            epsilon: per_measurement,
+            delta,
+            sensitivity,
+            half_width,
+        });
+    }
+    let threshold = match query.threshold_measurement {
+        None => None,
+        Some(index) => {
+            let Noise::Geometric(geometric) = &noises[index].noise else {
+                unreachable!("threshold counts use the geometric")
+            };
+            // A key held by one person has count ≤ k; it is released only if
+            // its noise reaches τ − k, which happens with probability ≤ δ/k
+            // per key, so ≤ δ over the person's ≤ k keys.
+            let per_key = threshold_delta / k as f64;
+            let mut steps = 1u64;
+            while geometric.noise().tail_probability(steps - 1) / 2.0 > per_key {
+                steps += 1;
+            }
+            Some((k + steps) as f64)
+        }
+    };
+    let total_delta = if thresholding || gaussian {
+        settings.delta
+    } else {
+        0.0
+    };
+    Ok(NoisePlan {
+        noises,
+        threshold,
+        threshold_delta,
+        cost: PrivacyLoss::approximate(epsilon, total_delta)?,
+    })
+}
+
+/// The exact result of the rewritten plan: keys and one value per measurement.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExactGroups {
+    /// One key per group (one string per GROUP BY column).
+    pub keys: Vec<Vec<String>>,
+    /// `values[g][m]`: group g's measurement m (NULL sums are 0).
+    pub values: Vec<Vec<f64>>,
+}
+
+/// One cell of the answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Cell {
+    /// A group key (public: from a domain, or a thresholded key).
+    Key(String),
+    /// A released number and its confidence interval.
+    Value {
+        /// The released value.
+        value: f64,
+        /// The interval's lower end.
+        low: f64,
+        /// The interval's upper end.
+        high: f64,
+    },
+}
+
+/// The private answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReleasedTable {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<Cell>>,
+    /// The confidence level of the intervals.
+    pub confidence: f64,
+    /// ε charged.
+    pub epsilon: f64,
+    /// δ charged.
+    pub delta: f64,
+}
+
+/// Adds the noise to `exact`, selects keys and builds the answer.
+pub fn release<R: CryptoRng + ?Sized>(
+    query: &PrivateQuery,
+    plan: &NoisePlan,
+    exact: &ExactGroups,
+    confidence: f64,
+    rng: &mut R,
+) -> Result<ReleasedTable> {
+    let by_key: HashMap<&Vec<String>, usize> =
+        exact.keys.iter().enumerate().map(|(i, k)| (k, i)).collect();
+    let zeros = vec![0.0; query.measurements.len()];
+    // (key, exact values) of every candidate row.
+    let candidates: Vec<(Vec<String>, &Vec<f64>)> = match &query.keys {
+        KeySelection::Single => vec![(vec![], exact.values.first().unwrap_or(&zeros))],
+        KeySelection::Domain(cells) => cells
+            .iter()
+            .map(|cell| {
+                (
+                    cell.clone(),
+                    by_key.get(cell).map_or(&zeros, |&i| &exact.values[i]),
+                )
+            })
+            .collect(),
+        KeySelection::Threshold => {
+            // Sorted keys: the order of the engine's result must not show through.
+            let mut seen: Vec<(Vec<String>, &Vec<f64>)> = exact
+                .keys
+                .iter()
+                .cloned()
+                .zip(exact.values.iter())
+                .collect();
+            seen.sort_by(|a, b| a.0.cmp(&b.0));
+            seen
+        }
+    };
+    let mut rows = Vec::new();
+    for (key, values) in candidates {
+        let mut noisy = Vec::with_capacity(values.len());
+        for (noise, &value) in plan.noises.iter().zip(values.iter()) {
+            noisy.push(noise.noise.release(value, rng)?);
+        }
+        if let (Some(index), Some(threshold)) = (query.threshold_measurement, plan.threshold) {
+            if noisy[index] < threshold {
+                continue;
+            }
+        }
+        let mut row = Vec::with_capacity(query.outputs.len());
+        for (_, output) in &query.outputs {
+            row.push(match *output {
+                OutputColumn::Group(g) => Cell::Key(key[g].clone()),
+                OutputColumn::Aggregate(a) => aggregate_cell(
+                    &query.aggregates[a].kind,
+                    &query.measurement_of[a],
+                    &noisy,
+                    plan,
+                ),
+            });
+        }
+        rows.push(row);
+    }
+    for &(column, ascending) in query.order_by.iter().rev() {
+        rows.sort_by(|a, b| {
+            let ordering = compare_cells(&a[column], &b[column]);
+            if ascending {
+                ordering
+            } else {
+                ordering.reverse()
+            }
+        });
+    }
+    if let Some(limit) = query.limit {
+        rows.truncate(limit);
+    }
+    Ok(ReleasedTable {
+        columns: query.outputs.iter().map(|(name, _)| name.clone()).collect(),
+        rows,
+        confidence,
+        epsilon: plan.cost.epsilon(),
+        delta: plan.cost.delta(),
+    })
+}
+
+fn compare_cells(a: &Cell, b: &Cell) -> std::cmp::Ordering {
+    match (a, b) {
+        (Cell::Key(x), Cell::Key(y)) => match (x.parse::<f64>(), y.parse::<f64>()) {
+            (Ok(p), Ok(q)) => p.total_cmp(&q),
+            _ => x.cmp(y),
+        },
+        (Cell::Value { value: x, .. }, Cell::Value { value: y, .. }) => x.total_cmp(y),
+        (Cell::Key(_), _) => std::cmp::Ordering::Less,
+        _ => std::cmp::Ordering::Greater,
+    }
+}
+
+/// Post-processing of one aggregate: counts become non-negative integers,
+/// averages a clamped ratio of a noisy sum and a noisy count.
+fn aggregate_cell(
+    kind: &AggregateKind,
+    measurements: &[usize],
+    noisy: &[f64],
+    plan: &NoisePlan,
+) -> Cell {
+    match kind {
+        AggregateKind::CountRows | AggregateKind::CountColumn(_) => {
+            let m = measurements[0];
+            let value = noisy[m].round().max(0.0);
+            let h = plan.noises[m].half_width;
+            Cell::Value {
+                value,
+                low: (value - h).max(0.0),
+                high: value + h,
+            }
+        }
+        AggregateKind::Sum { .. } => {
+            let m = measurements[0];
+            let h = plan.noises[m].half_width;
+            Cell::Value {
+                value: noisy[m],
+                low: noisy[m] - h,
+                high: noisy[m] + h,
+            }
+        }
+        AggregateKind::Avg {
+            bounds: (low, high),
+            ..
+        } => {
+            let (s, c) = (measurements[0], measurements[1]);
+            let (sum, count) = (noisy[s], noisy[c].round());
+            let (hs, hc) = (plan.noises[s].half_width, plan.noises[c].half_width + 0.0);
+            let value = (sum / count.max(1.0)).clamp(*low, *high);
+            // With probability ≥ 1 − α both true values lie in their boxes,
+            // and the true average lies between the box's extreme ratios.
+            let smallest_count = count - hc;
+            let (interval_low, interval_high) = if smallest_count >= 1.0 {
+                let corners = [
+                    (sum - hs) / smallest_count,
+                    (sum - hs) / (count + hc),
+                    (sum + hs) / smallest_count,
+                    (sum + hs) / (count + hc),
+                ];
+                let lo = corners.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = corners.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (lo.clamp(*low, *high), hi.clamp(*low, *high))
+            } else {
+                (*low, *high)
+            };
+            Cell::Value {
+                value,
+                low: interval_low,
+                high: interval_high,
+            }
+        }
+    }
+}

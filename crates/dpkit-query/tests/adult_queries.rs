@@ -1,0 +1,389 @@
+//! Private queries on the bundled Adult data, checked against exact answers
+//! computed here independently of the engine.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use dpkit_core::rng::InsecureSeededRng;
+use dpkit_query::release::{Cell, plan_noise, release};
+use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, QueryError, ReleaseSettings};
+
+fn adult_description() -> Description {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml");
+    Description::load(&path).unwrap()
+}
+
+/// The Adult training file as rows of named fields.
+fn adult_rows() -> Vec<HashMap<String, String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.data.csv");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn temporary(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("dpkit-query-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("sqlite-wal"));
+    path
+}
+
+fn settings(epsilon: f64, delta: f64) -> ReleaseSettings {
+    ReleaseSettings {
+        epsilon,
+        delta,
+        mechanism: MechanismChoice::Auto,
+        confidence: 0.95,
+    }
+}
+
+fn value(cell: &Cell) -> (f64, f64, f64) {
+    match cell {
+        Cell::Value { value, low, high } => (*value, *low, *high),
+        Cell::Key(key) => panic!("expected a value, got key {key}"),
+    }
+}
+
+#[test]
+fn answers_at_a_very_large_epsilon_land_on_the_exact_answers() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let ledger = Ledger::open(&temporary("large-eps"), 1e6, 1e-3).unwrap();
+    let sql = "SELECT sex, COUNT(*) AS n, AVG(age) AS mean_age, SUM(\"hours-per-week\") AS hours \
+               FROM adult WHERE age > 30 GROUP BY sex";
+    let mut rng = InsecureSeededRng::from_seed_for_testing(1);
+    let answer = engine
+        .answer(sql, &settings(4000.0, 0.0), &ledger, &mut rng)
+        .unwrap();
+    assert_eq!(answer.columns, ["sex", "n", "mean_age", "hours"]);
+    assert_eq!(answer.rows.len(), 2, "both sexes of the public domain");
+    for row in &answer.rows {
+        let Cell::Key(sex) = &row[0] else {
+            panic!("key first")
+        };
+        let people: Vec<_> = adult_rows()
+            .into_iter()
+            .filter(|r| &r["sex"] == sex && r["age"].parse::<i64>().unwrap() > 30)
+            .collect();
+        let n = people.len() as f64;
+        let mean_age = people
+            .iter()
+            .map(|r| r["age"].parse::<f64>().unwrap())
+            .sum::<f64>()
+            / n;
+        let hours: f64 = people
+            .iter()
+            .map(|r| r["hours-per-week"].parse::<f64>().unwrap())
+            .sum();
+        for (cell, exact, tolerance) in [
+            (&row[1], n, 0.0),
+            (&row[2], mean_age, 1e-3),
+            (&row[3], hours, 1.0),
+        ] {
+            let (released, low, high) = value(cell);
+            assert!(
+                low <= exact && exact <= high,
+                "{sex}: {exact} outside [{low}, {high}]"
+            );
+            assert!(
+                (released - exact).abs() <= tolerance,
+                "{sex}: {released} vs {exact}"
+            );
+        }
+    }
+}
+
+#[test]
+fn intervals_cover_the_exact_answer_about_95_percent_of_the_time() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let sql = "SELECT race, COUNT(*) AS n, SUM(\"hours-per-week\") AS hours, AVG(age) AS mean_age \
+               FROM adult GROUP BY race";
+    let query = engine.plan(sql).unwrap();
+    let exact = engine.exact(&query).unwrap();
+    let settings = settings(0.2, 0.0);
+    let noise = plan_noise(&query, &settings).unwrap();
+    let truth: HashMap<String, (f64, f64, f64)> = {
+        let mut sums: HashMap<String, (f64, f64, f64)> = HashMap::new();
+        for row in adult_rows() {
+            let entry = sums.entry(row["race"].clone()).or_default();
+            entry.0 += 1.0;
+            entry.1 += row["hours-per-week"].parse::<f64>().unwrap();
+            entry.2 += row["age"].parse::<f64>().unwrap();
+        }
+        sums.into_iter()
+            .map(|(k, (n, h, a))| (k, (n, h, a / n)))
+            .collect()
+    };
+    let mut rng = InsecureSeededRng::from_seed_for_testing(2);
+    let runs = 4000;
+    let mut covered = [0u64; 3];
+    let mut total = 0u64;
+    for _ in 0..runs {
+        let answer = release(&query, &noise, &exact, 0.95, &mut rng).unwrap();
+        for row in &answer.rows {
+            let Cell::Key(race) = &row[0] else { panic!() };
+            let (n, hours, mean_age) = truth[race];
+            for (slot, (cell, exact)) in [(&row[1], n), (&row[2], hours), (&row[3], mean_age)]
+                .into_iter()
+                .enumerate()
+            {
+                let (_, low, high) = value(cell);
+                covered[slot] += u64::from(low <= exact && exact <= high);
+            }
+            total += 1;
+        }
+    }
+    let share = |slot: usize| covered[slot] as f64 / total as f64;
+    // 20,000 intervals per aggregate: a share's standard deviation is 0.15%.
+    assert!((0.93..=0.97).contains(&share(0)), "counts: {}", share(0));
+    assert!((0.93..=0.97).contains(&share(1)), "sums: {}", share(1));
+    // AVG's interval is built from two intervals at α/2: it may only over-cover.
+    assert!(share(2) >= 0.95, "averages: {}", share(2));
+}
+
+#[test]
+fn binned_groups_release_every_bin_of_the_public_bounds() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let ledger = Ledger::open(&temporary("bins"), 1e6, 1e-3).unwrap();
+    let sql = "SELECT floor(age / 10) * 10 AS decade, COUNT(*) AS n FROM adult GROUP BY floor(age / 10) * 10 ORDER BY decade";
+    let mut rng = InsecureSeededRng::from_seed_for_testing(3);
+    let answer = engine
+        .answer(sql, &settings(5000.0, 0.0), &ledger, &mut rng)
+        .unwrap();
+    let decades: Vec<String> = answer
+        .rows
+        .iter()
+        .map(|r| match &r[0] {
+            Cell::Key(k) => k.clone(),
+            _ => panic!(),
+        })
+        .collect();
+    // floor() returns a real number, so the bins print as 10.0, 20.0, …
+    assert_eq!(
+        decades,
+        [
+            "10.0", "20.0", "30.0", "40.0", "50.0", "60.0", "70.0", "80.0", "90.0"
+        ]
+    );
+    let rows = adult_rows();
+    for row in &answer.rows {
+        let Cell::Key(decade) = &row[0] else { panic!() };
+        let decade = decade.parse::<f64>().unwrap() as i64;
+        let exact = rows
+            .iter()
+            .filter(|r| r["age"].parse::<i64>().unwrap() / 10 * 10 == decade)
+            .count();
+        assert_eq!(value(&row[1]).0, exact as f64, "decade {decade}");
+    }
+}
+
+#[test]
+fn keys_without_a_public_domain_pass_a_noisy_threshold() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let ledger = Ledger::open(&temporary("threshold"), 100.0, 1e-3).unwrap();
+    let sql = "SELECT \"native-country\" AS country, COUNT(*) AS n FROM adult GROUP BY \"native-country\"";
+    let mut rng = InsecureSeededRng::from_seed_for_testing(4);
+    assert!(matches!(
+        engine.answer(sql, &settings(1.0, 0.0), &ledger, &mut rng),
+        Err(QueryError::NotPrivate(_))
+    ));
+    assert_eq!(
+        ledger.state().unwrap().spent_epsilon,
+        0.0,
+        "a refused query spends nothing"
+    );
+    let answer = engine
+        .answer(sql, &settings(1.0, 1e-6), &ledger, &mut rng)
+        .unwrap();
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for row in adult_rows() {
+        *counts.entry(row["native-country"].clone()).or_default() += 1;
+    }
+    let released: Vec<String> = answer
+        .rows
+        .iter()
+        .map(|r| match &r[0] {
+            Cell::Key(k) => k.clone(),
+            _ => panic!(),
+        })
+        .collect();
+    // τ ≈ 14 at ε = 0.5 per count and δ = 1e-6: a country of 3 people is
+    // released with probability below 10⁻⁶; one of 200 almost surely.
+    for country in &released {
+        assert!(
+            counts[country] > 3,
+            "{country} has {} people",
+            counts[country]
+        );
+    }
+    for (country, &n) in &counts {
+        if n >= 200 {
+            assert!(
+                released.contains(country),
+                "{country} ({n} people) was not released"
+            );
+        }
+    }
+    let state = ledger.state().unwrap();
+    assert_eq!((state.spent_epsilon, state.spent_delta), (1.0, 1e-6));
+}
+
+#[test]
+fn the_budget_refuses_an_overspend_and_a_failed_query_spends_nothing() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let ledger = Ledger::open(&temporary("budget"), 1.0, 0.0).unwrap();
+    let mut rng = InsecureSeededRng::from_seed_for_testing(5);
+    let count = "SELECT COUNT(*) FROM adult";
+    engine
+        .answer(count, &settings(0.4, 0.0), &ledger, &mut rng)
+        .unwrap();
+    engine
+        .answer(count, &settings(0.4, 0.0), &ledger, &mut rng)
+        .unwrap();
+    let refused = engine.answer(count, &settings(0.4, 0.0), &ledger, &mut rng);
+    assert!(matches!(refused, Err(QueryError::Budget(_))), "{refused:?}");
+    let state = ledger.state().unwrap();
+    assert!((state.spent_epsilon - 0.8).abs() < 1e-12 && state.queries == 2);
+    engine
+        .answer(count, &settings(0.2, 0.0), &ledger, &mut rng)
+        .unwrap();
+    assert!(
+        (ledger.state().unwrap().remaining_epsilon()).abs() < 1e-12,
+        "exactly all of it can be spent"
+    );
+    for bad in [
+        "SELEC COUNT(*) FROM adult",
+        "SELECT COUNT(*) FROM census",
+        "SELECT COUNT(salary) FROM adult",
+        "SELECT * FROM adult",
+        "SELECT age FROM adult",
+        "SELECT SUM(sex) FROM adult",
+        "SELECT SUM(fnlwgt) FROM adult",
+        "SELECT MEDIAN(age) FROM adult",
+        "SELECT COUNT(DISTINCT age) FROM adult",
+        "SELECT COUNT(*) FROM adult a JOIN adult b ON a.age = b.age",
+        "SELECT COUNT(*) FROM adult WHERE age IN (SELECT age FROM adult)",
+        "SELECT sex, COUNT(*) FROM adult GROUP BY sex HAVING COUNT(*) > 10",
+        "SELECT COUNT(*) * 2 FROM adult",
+    ] {
+        let error = engine
+            .answer(bad, &settings(0.1, 0.0), &ledger, &mut rng)
+            .unwrap_err();
+        assert!(
+            matches!(error, QueryError::Sql(_) | QueryError::NotPrivate(_)),
+            "{bad}: planning errors come before any charge, got {error:?}"
+        );
+        let message = error.to_string();
+        assert_eq!(message.lines().count(), 1, "{bad}: {message}");
+        for value in ["Male", "Female", "United-States", "Private"] {
+            assert!(!message.contains(value), "{bad}: echoes data: {message}");
+        }
+    }
+    assert_eq!(
+        ledger.state().unwrap().queries,
+        3,
+        "refused and invalid queries cost nothing"
+    );
+}
+
+#[test]
+fn a_query_that_fails_while_running_is_refunded_and_quotes_no_data() {
+    let folder = std::env::temp_dir().join(format!("dpkit-query-broken-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut csv = String::from("salary\n");
+    for i in 0..1500 {
+        csv.push_str(&format!("{}\n", 1000 + i));
+    }
+    csv.push_str("secret-93000\n"); // past the rows the schema is inferred from
+    std::fs::write(folder.join("salaries.csv"), csv).unwrap();
+    let description = Description::from_toml(
+        "[table]\nname = \"salaries\"\nfile = \"salaries.csv\"\n[privacy_unit]\nkind = \"row\"\n\
+         [budget]\nepsilon = 1.0\n[columns.salary]\ntype = \"integer\"\nbounds = [0, 5000]\n",
+        &folder,
+    )
+    .unwrap();
+    let engine = QueryEngine::open(description).unwrap();
+    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1.0, 0.0).unwrap();
+    let mut rng = InsecureSeededRng::from_seed_for_testing(6);
+    let error = engine
+        .answer(
+            "SELECT SUM(salary) FROM salaries",
+            &settings(0.5, 0.0),
+            &ledger,
+            &mut rng,
+        )
+        .unwrap_err();
+    assert!(matches!(error, QueryError::Data(_)), "{error:?}");
+    assert!(!error.to_string().contains("93000"), "{error}");
+    let state = ledger.state().unwrap();
+    assert_eq!((state.spent_epsilon, state.queries), (0.0, 0), "refunded");
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn an_id_privacy_unit_bounds_each_persons_rows() {
+    let folder = std::env::temp_dir().join(format!("dpkit-query-id-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    // Alice has 5 visits, Bob 1, Carol 3; at most 2 per person are kept.
+    let mut csv = String::from("person,spend\n");
+    for (person, visits, spend) in [("alice", 5, 10), ("bob", 1, 20), ("carol", 3, 30)] {
+        for _ in 0..visits {
+            csv.push_str(&format!("{person},{spend}\n"));
+        }
+    }
+    std::fs::write(folder.join("visits.csv"), csv).unwrap();
+    let description = Description::from_toml(
+        "[table]\nname = \"visits\"\nfile = \"visits.csv\"\n\
+         [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 2\n\
+         [budget]\nepsilon = 1e6\n[columns.person]\ntype = \"text\"\n\
+         [columns.spend]\ntype = \"integer\"\nbounds = [0, 100]\n",
+        &folder,
+    )
+    .unwrap();
+    let engine = QueryEngine::open(description).unwrap();
+    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1e6, 0.0).unwrap();
+    let mut rng = InsecureSeededRng::from_seed_for_testing(7);
+    let answer = engine
+        .answer(
+            "SELECT COUNT(*) AS n, SUM(spend) AS total FROM visits",
+            &settings(1e5, 0.0),
+            &ledger,
+            &mut rng,
+        )
+        .unwrap();
+    assert_eq!(value(&answer.rows[0][0]).0, 5.0, "2 + 1 + 2 rows");
+    assert!(
+        (value(&answer.rows[0][1]).0 - 100.0).abs() < 0.1,
+        "2·10 + 20 + 2·30"
+    );
+    let explanation = engine
+        .explain("SELECT COUNT(*) FROM visits", &settings(1.0, 0.0))
+        .unwrap();
+    assert!(explanation.contains("Rows per person: 2"), "{explanation}");
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn a_drafted_description_parses_and_names_every_column() {
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.data.csv");
+    let draft = dpkit_query::description::draft_from_csv(&csv, "adult").unwrap();
+    let description = Description::from_toml(&draft, csv.parent().unwrap()).unwrap();
+    assert_eq!(description.columns.len(), 15);
+    assert!(
+        description
+            .columns
+            .values()
+            .all(|c| c.bounds.is_none() && c.domain.is_none()),
+        "no bounds from data"
+    );
+    assert!(draft.contains("[columns.hours-per-week]\ntype = \"integer\""));
+}

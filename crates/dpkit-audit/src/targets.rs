@@ -213,39 +213,25 @@ impl AuditTarget {
             }
             Self::Exponential => {
                 let mechanism = ExponentialMechanism::new(epsilon, sensitivity)?;
-                let (quiet, moved) = neighbouring_utilities(sensitivity);
-                let mut draw = |utilities: &[f64]| -> Result<Vec<f64>> {
-                    (0..samples)
-                        .map(|_| Ok(mechanism.select_with_rng(utilities, rng)? as f64))
-                        .collect()
-                };
-                let (first, second) = (draw(&quiet)?, draw(&moved)?);
-                Ok(outputs(
+                selection_pair(
                     self,
                     mechanism.privacy(),
-                    &describe(&quiet),
-                    &describe(&moved),
-                    first,
-                    second,
-                ))
+                    sensitivity,
+                    samples,
+                    rng,
+                    |u, r| mechanism.select_with_rng(u, r),
+                )
             }
             Self::ReportNoisyMax => {
                 let mechanism = ReportNoisyMax::new(epsilon, sensitivity)?;
-                let (quiet, moved) = neighbouring_utilities(sensitivity);
-                let mut draw = |utilities: &[f64]| -> Result<Vec<f64>> {
-                    (0..samples)
-                        .map(|_| Ok(mechanism.select_with_rng(utilities, rng)? as f64))
-                        .collect()
-                };
-                let (first, second) = (draw(&quiet)?, draw(&moved)?);
-                Ok(outputs(
+                selection_pair(
                     self,
                     mechanism.privacy(),
-                    &describe(&quiet),
-                    &describe(&moved),
-                    first,
-                    second,
-                ))
+                    sensitivity,
+                    samples,
+                    rng,
+                    |u, r| mechanism.select_with_rng(u, r),
+                )
             }
         }
     }
@@ -354,6 +340,33 @@ fn binary_response_within(epsilon: f64) -> Result<BinaryRandomizedResponse> {
         });
     }
     Ok(BinaryRandomizedResponse::new(fitting)?)
+}
+
+/// A selection mechanism's choices on utilities `(0, 0, 0, 0)` and
+/// `(Δ, −Δ, −Δ, −Δ)`.
+fn selection_pair<R: CryptoRng + ?Sized>(
+    target: AuditTarget,
+    declared: PrivacyLoss,
+    sensitivity: f64,
+    samples: usize,
+    rng: &mut R,
+    select: impl Fn(&[f64], &mut R) -> dpkit_core::Result<usize>,
+) -> Result<NeighbouringOutputs> {
+    let (quiet, moved) = neighbouring_utilities(sensitivity);
+    let mut draw = |utilities: &[f64]| -> Result<Vec<f64>> {
+        (0..samples)
+            .map(|_| Ok(select(utilities, rng)? as f64))
+            .collect()
+    };
+    let (first, second) = (draw(&quiet)?, draw(&moved)?);
+    Ok(outputs(
+        target,
+        declared,
+        &describe(&quiet),
+        &describe(&moved),
+        first,
+        second,
+    ))
 }
 
 fn neighbouring_utilities(sensitivity: f64) -> ([f64; 4], [f64; 4]) {

@@ -49,5 +49,6 @@ pub mod mechanism;
 pub mod rng;
 pub mod sampling;
 pub mod sensitivity;
+pub mod statistics;
 
 pub use error::{Error, Result};

@@ -246,10 +246,10 @@ impl Description {
                     )));
                 }
             };
-            if let Some(domain) = &column.domain {
-                if domain.is_empty() {
-                    return Err(invalid(format!("column '{name}': an empty domain")));
-                }
+            if let Some(domain) = &column.domain
+                && domain.is_empty()
+            {
+                return Err(invalid(format!("column '{name}': an empty domain")));
             }
             columns.insert(
                 name,
@@ -260,12 +260,12 @@ impl Description {
                 },
             );
         }
-        if let PrivacyUnit::Id { column, .. } = &privacy_unit {
-            if !columns.contains_key(column) {
-                return Err(invalid(format!(
-                    "the id column '{column}' must be listed under [columns]"
-                )));
-            }
+        if let PrivacyUnit::Id { column, .. } = &privacy_unit
+            && !columns.contains_key(column)
+        {
+            return Err(invalid(format!(
+                "the id column '{column}' must be listed under [columns]"
+            )));
         }
         Ok(Self {
             table: raw.table.name,

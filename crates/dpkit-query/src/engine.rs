@@ -298,17 +298,17 @@ fn planning_message(text: &str) -> String {
             message = rest.to_string();
         }
     }
-    if let Some(start) = message.find("Function '") {
-        if message.contains("failed to match any signature") {
-            let name = message[start + 10..]
-                .split('\'')
-                .next()
-                .unwrap_or("")
-                .to_uppercase();
-            return format!(
-                "{name}() does not accept these argument types (SUM and AVG need a numeric column)"
-            );
-        }
+    if let Some(start) = message.find("Function '")
+        && message.contains("failed to match any signature")
+    {
+        let name = message[start + 10..]
+            .split('\'')
+            .next()
+            .unwrap_or("")
+            .to_uppercase();
+        return format!(
+            "{name}() does not accept these argument types (SUM and AVG need a numeric column)"
+        );
     }
     if let Some(cut) = message.find(", errors:") {
         message.truncate(cut);

@@ -515,12 +515,12 @@ pub(crate) fn plan_private(
             }
         }
         for &m in &mine {
-            if let Measurement::Sum { magnitude, .. } = measurements[m] {
-                if magnitude == 0.0 {
-                    return Err(not_private(format!(
-                        "the bounds of '{name}' are [0, 0]: nothing to sum"
-                    )));
-                }
+            if let Measurement::Sum { magnitude, .. } = measurements[m]
+                && magnitude == 0.0
+            {
+                return Err(not_private(format!(
+                    "the bounds of '{name}' are [0, 0]: nothing to sum"
+                )));
             }
         }
         measurement_of.push(mine);

@@ -382,10 +382,10 @@ pub fn release<R: CryptoRng + ?Sized>(
         for (noise, &value) in plan.noises.iter().zip(values.iter()) {
             noisy.push(noise.noise.release(value, rng)?);
         }
-        if let (Some(index), Some(threshold)) = (query.threshold_measurement, plan.threshold) {
-            if noisy[index] < threshold {
-                continue;
-            }
+        if let (Some(index), Some(threshold)) = (query.threshold_measurement, plan.threshold)
+            && noisy[index] < threshold
+        {
+            continue;
         }
         let mut row = Vec::with_capacity(query.outputs.len());
         for (_, output) in &query.outputs {

@@ -61,39 +61,10 @@ pub fn assert_ks_integer(label: &str, samples: &[i64], cdf: impl Fn(i64) -> f64)
     );
 }
 
-fn kl_bernoulli(p: f64, q: f64) -> f64 {
-    let term = |a: f64, b: f64| if a == 0.0 { 0.0 } else { a * (a / b).ln() };
-    term(p, q) + term(1.0 - p, 1.0 - q)
-}
-
 /// Chernoff (relative-entropy) confidence bounds on a binomial proportion:
 /// `[lower, upper]` holds the truth with probability ≥ 1 − 2·FAILURE_PROBABILITY.
 pub fn binomial_bounds(successes: u64, trials: u64) -> (f64, f64) {
-    let n = trials as f64;
-    let observed = successes as f64 / n;
-    let budget = (1.0 / FAILURE_PROBABILITY).ln() / n;
-    let search = |mut inside: f64, mut outside: f64| {
-        for _ in 0..200 {
-            let middle = (inside + outside) / 2.0;
-            if kl_bernoulli(observed, middle) <= budget {
-                inside = middle;
-            } else {
-                outside = middle;
-            }
-        }
-        inside
-    };
-    let lower = if observed == 0.0 {
-        0.0
-    } else {
-        search(observed, 0.0)
-    };
-    let upper = if observed == 1.0 {
-        1.0
-    } else {
-        search(observed, 1.0)
-    };
-    (lower, upper)
+    dpkit_core::statistics::binomial_bounds(successes, trials, FAILURE_PROBABILITY)
 }
 
 /// Asserts `count` of `trials` is consistent with probability `p`.

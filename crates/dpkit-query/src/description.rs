@@ -16,6 +16,7 @@ use crate::error::{QueryError, Result};
 /// [table]
 /// name = "people"
 /// file = "people.csv"
+/// people = 1000        # optional: a public number of people
 ///
 /// [privacy_unit]
 /// kind = "row"
@@ -43,6 +44,9 @@ pub struct Description {
     pub file: PathBuf,
     /// Whether the file is CSV or Parquet.
     pub format: FileFormat,
+    /// The number of people, when it is public (a census total, say):
+    /// released counts are then kept within `[0, public_rows]`.
+    pub public_rows: Option<u64>,
     /// Who is protected.
     pub privacy_unit: PrivacyUnit,
     /// Each analyst's total budget.
@@ -127,6 +131,7 @@ struct RawTable {
     name: String,
     file: String,
     format: Option<String>,
+    people: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -271,6 +276,7 @@ impl Description {
             table: raw.table.name,
             file,
             format,
+            public_rows: raw.table.people,
             privacy_unit,
             budget_epsilon: budget.epsilon,
             budget_delta: budget.delta,

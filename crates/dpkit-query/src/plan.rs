@@ -111,6 +111,8 @@ pub struct PrivateQuery {
     pub plan: LogicalPlan,
     /// Rows per person.
     pub rows_per_person: u64,
+    /// A public upper bound on any count (the declared number of people).
+    pub count_ceiling: Option<f64>,
 }
 
 /// Enough domain cells: a GROUP BY over more combinations is refused.
@@ -607,5 +609,8 @@ pub(crate) fn plan_private(
         limit: shape.limit,
         plan,
         rows_per_person,
+        count_ceiling: description
+            .public_rows
+            .map(|people| (people * rows_per_person) as f64),
     })
 }

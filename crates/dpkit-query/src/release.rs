@@ -392,6 +392,7 @@ pub fn release<R: CryptoRng + ?Sized>(
             row.push(match *output {
                 OutputColumn::Group(g) => Cell::Key(key[g].clone()),
                 OutputColumn::Aggregate(a) => aggregate_cell(
+                    query.count_ceiling,
                     &query.aggregates[a].kind,
                     &query.measurement_of[a],
                     &noisy,
@@ -438,6 +439,7 @@ fn compare_cells(a: &Cell, b: &Cell) -> std::cmp::Ordering {
 /// Post-processing of one aggregate: counts become non-negative integers,
 /// averages a clamped ratio of a noisy sum and a noisy count.
 fn aggregate_cell(
+    count_ceiling: Option<f64>,
     kind: &AggregateKind,
     measurements: &[usize],
     noisy: &[f64],
@@ -445,13 +447,16 @@ fn aggregate_cell(
 ) -> Cell {
     match kind {
         AggregateKind::CountRows | AggregateKind::CountColumn(_) => {
+            // Rounding and clamping to [0, ceiling] only move the value towards
+            // any count in that range, so the interval stays valid.
             let m = measurements[0];
-            let value = noisy[m].round().max(0.0);
+            let ceiling = count_ceiling.unwrap_or(f64::INFINITY);
+            let value = noisy[m].round().clamp(0.0, ceiling);
             let h = plan.noises[m].half_width;
             Cell::Value {
                 value,
                 low: (value - h).max(0.0),
-                high: value + h,
+                high: (value + h).min(ceiling),
             }
         }
         AggregateKind::Sum { .. } => {

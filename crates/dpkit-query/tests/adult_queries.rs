@@ -387,3 +387,54 @@ fn a_drafted_description_parses_and_names_every_column() {
     );
     assert!(draft.contains("[columns.hours-per-week]\ntype = \"integer\""));
 }
+
+#[test]
+fn a_parquet_file_gives_the_same_answers_as_its_csv() {
+    use datafusion::prelude::{CsvReadOptions, SessionContext};
+    let folder = std::env::temp_dir().join(format!("dpkit-query-parquet-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.data.csv");
+    let parquet = folder.join("adult.parquet");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let context = SessionContext::new();
+        let frame = context
+            .read_csv(csv.to_str().unwrap(), CsvReadOptions::new())
+            .await
+            .unwrap();
+        frame
+            .write_parquet(parquet.to_str().unwrap(), Default::default(), None)
+            .await
+            .unwrap();
+    });
+    let description = Description::from_toml(
+        "[table]\nname = \"adult\"\nfile = \"adult.parquet\"\npeople = 32561\n\
+         [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 1e6\n\
+         [columns.age]\ntype = \"integer\"\nbounds = [17, 90]\n\
+         [columns.sex]\ntype = \"text\"\ndomain = [\"Female\", \"Male\"]\n",
+        &folder,
+    )
+    .unwrap();
+    let engine = QueryEngine::open(description).unwrap();
+    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1e6, 0.0).unwrap();
+    let mut rng = InsecureSeededRng::from_seed_for_testing(8);
+    let answer = engine
+        .answer(
+            "SELECT sex, COUNT(*) AS n FROM adult GROUP BY sex",
+            &settings(5000.0, 0.0),
+            &ledger,
+            &mut rng,
+        )
+        .unwrap();
+    let rows = adult_rows();
+    for row in &answer.rows {
+        let Cell::Key(sex) = &row[0] else { panic!() };
+        let exact = rows.iter().filter(|r| &r["sex"] == sex).count() as f64;
+        assert_eq!(value(&row[1]).0, exact);
+        assert!(
+            value(&row[1]).2 <= 32_561.0,
+            "counts stay within the public number of people"
+        );
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+}

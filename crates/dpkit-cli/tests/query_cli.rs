@@ -235,3 +235,101 @@ fn describe_drafts_a_description_without_bounds() {
     );
     assert!(!text.contains("\nbounds ="), "never bounds from the data");
 }
+
+/// The Adult training file as rows of named fields, read here independently
+/// of the engine.
+fn adult_rows() -> Vec<std::collections::HashMap<String, String>> {
+    let path = format!(
+        "{}/../../data/adult/adult.data.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn at_a_very_large_epsilon_the_binary_lands_on_the_exact_answers() {
+    // The Adult description with a budget large enough for ε = 10,000.
+    let folder = std::env::temp_dir().join(format!("dpkit-cli-large-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let adult = std::fs::read_to_string(description()).unwrap();
+    let csv = format!(
+        "{}/../../data/adult/adult.data.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let large = adult
+        .replace("file = \"adult.data.csv\"", &format!("file = \"{csv}\""))
+        .replace("epsilon = 10.0", "epsilon = 1e6");
+    let description = folder.join("adult.toml");
+    std::fs::write(&description, large).unwrap();
+    let output = dpkit(&[
+        "query",
+        "--description",
+        description.to_str().unwrap(),
+        "--epsilon",
+        "10000",
+        "--format",
+        "json",
+        "SELECT education, COUNT(*) AS n, SUM(\"capital-gain\") AS gain, AVG(\"hours-per-week\") AS hours \
+         FROM adult WHERE sex = 'Female' GROUP BY education",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows = adult_rows();
+    let released = answer["rows"].as_array().unwrap();
+    assert_eq!(
+        released.len(),
+        16,
+        "every education level of the public domain"
+    );
+    for row in released {
+        let education = row[0].as_str().unwrap();
+        let women: Vec<_> = rows
+            .iter()
+            .filter(|r| r["sex"] == "Female" && r["education"] == education)
+            .collect();
+        let n = women.len() as f64;
+        let gain: f64 = women
+            .iter()
+            .map(|r| r["capital-gain"].parse::<f64>().unwrap())
+            .sum();
+        let hours = if women.is_empty() {
+            None
+        } else {
+            Some(
+                women
+                    .iter()
+                    .map(|r| r["hours-per-week"].parse::<f64>().unwrap())
+                    .sum::<f64>()
+                    / n,
+            )
+        };
+        for (cell, exact) in [(&row[1], Some(n)), (&row[2], Some(gain)), (&row[3], hours)] {
+            let Some(exact) = exact else { continue };
+            let (low, high) = (
+                cell["low"].as_f64().unwrap(),
+                cell["high"].as_f64().unwrap(),
+            );
+            assert!(
+                low <= exact && exact <= high,
+                "{education}: {exact} outside [{low}, {high}]"
+            );
+            assert!(
+                (cell["value"].as_f64().unwrap() - exact).abs()
+                    <= 1e-3 * exact.abs().max(1.0) + 1.0
+            );
+        }
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -21,6 +21,7 @@
 //! println!("{}", answer.to_text());
 //! ```
 
+mod clamp;
 pub mod description;
 pub mod engine;
 pub mod error;

@@ -11,6 +11,7 @@ use datafusion::logical_expr::{
     Aggregate, Expr, ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, SortExpr, cast, lit, when,
 };
 
+use crate::clamp::clamp_to_bounds;
 use crate::description::{ColumnKind, Description, PrivacyUnit};
 use crate::error::{QueryError, Result};
 
@@ -477,7 +478,7 @@ pub(crate) fn plan_private(
                 Expr::Column(Column::new_unqualified(column)),
                 DataType::Float64,
             );
-            Ok(sum(clamp(value, lit(low), lit(high))?))
+            Ok(sum(clamp_to_bounds(value, low, high)))
         };
         let mut mine = Vec::new();
         let mut add = |measurement: Measurement, expr: Expr| {

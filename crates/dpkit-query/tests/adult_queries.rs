@@ -438,3 +438,47 @@ fn a_parquet_file_gives_the_same_answers_as_its_csv() {
     }
     std::fs::remove_dir_all(&folder).unwrap();
 }
+
+#[test]
+fn values_beyond_the_bounds_are_clamped_and_nulls_skipped() {
+    let folder = std::env::temp_dir().join(format!("dpkit-query-clamp-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    // Bounds [0, 100]: -50 counts as 0, 250 as 100, NaN as 0, and the empty
+    // field (NULL) not at all.
+    std::fs::write(
+        folder.join("scores.csv"),
+        "id,score\n1,-50\n2,250\n3,40\n4,\n5,60.5\n6,NaN\n",
+    )
+    .unwrap();
+    let description = Description::from_toml(
+        "[table]\nname = \"scores\"\nfile = \"scores.csv\"\n[privacy_unit]\nkind = \"row\"\n\
+         [budget]\nepsilon = 1e6\n[columns.score]\ntype = \"real\"\nbounds = [0, 100]\n",
+        &folder,
+    )
+    .unwrap();
+    let engine = QueryEngine::open(description).unwrap();
+    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1e6, 0.0).unwrap();
+    let mut rng = InsecureSeededRng::from_seed_for_testing(9);
+    let answer = engine
+        .answer(
+            "SELECT SUM(score) AS total, AVG(score) AS mean, COUNT(score) AS scored, COUNT(*) AS n FROM scores",
+            &settings(1e5, 0.0),
+            &ledger,
+            &mut rng,
+        )
+        .unwrap();
+    let row = &answer.rows[0];
+    assert!(
+        (value(&row[0]).0 - 200.5).abs() < 0.01,
+        "0 + 100 + 40 + 60.5 + 0: {:?}",
+        row[0]
+    );
+    assert!(
+        (value(&row[1]).0 - 200.5 / 5.0).abs() < 0.01,
+        "{:?}",
+        row[1]
+    );
+    assert_eq!(value(&row[2]).0, 5.0);
+    assert_eq!(value(&row[3]).0, 6.0);
+    std::fs::remove_dir_all(&folder).unwrap();
+}

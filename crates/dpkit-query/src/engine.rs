@@ -7,8 +7,8 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::catalog::TableProvider;
-use datafusion::common::Column;
 use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, DataFusionError};
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 use rand_core::CryptoRng;
@@ -24,16 +24,29 @@ pub struct QueryEngine {
     description: Description,
     context: SessionContext,
     runtime: tokio::runtime::Runtime,
+    /// The data file, checked before each run: a listing over a vanished
+    /// file would silently read as an empty table.
+    source_file: Option<std::path::PathBuf>,
 }
 
-/// Errors while running the plan may quote rows of the data file (a value
-/// that failed to parse, say): they are replaced by a message without data.
-fn execution_error(_error: impl std::fmt::Display) -> QueryError {
-    QueryError::Data(
-        "the data file could not be read as described (details withheld: they could quote \
-         private values)"
-            .into(),
-    )
+/// An error while running the plan. Its message may quote rows of the data
+/// file (a value that failed to parse, say), so it is replaced by one
+/// without data. I/O failures do not depend on the data's contents and are
+/// refundable; every other failure may, and its cost is kept.
+fn execution_error(error: DataFusionError) -> QueryError {
+    match error.find_root() {
+        DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => {
+            QueryError::Data("the data file could not be read (an I/O failure)".into())
+        }
+        _ => QueryError::FailedWhileRunning(
+            "details withheld: they could quote private values".into(),
+        ),
+    }
+}
+
+/// An error converting the result: it cannot depend on which values there are.
+fn result_error(_error: impl std::fmt::Display) -> QueryError {
+    QueryError::Data("the engine's result has an unexpected shape".into())
 }
 
 impl QueryEngine {
@@ -76,10 +89,12 @@ impl QueryEngine {
             .map_err(|_| {
                 QueryError::Data(format!("cannot read {path} as {:?}", description.format))
             })?;
+        let source_file = Some(description.file.clone());
         Ok(Self {
             description,
             context,
             runtime,
+            source_file,
         })
     }
 
@@ -94,6 +109,7 @@ impl QueryEngine {
             description,
             context,
             runtime,
+            source_file: None,
         })
     }
 
@@ -195,6 +211,14 @@ impl QueryEngine {
 
     /// Runs the rewritten plan: the exact, clamped, per-group measurements.
     pub fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
+        if let Some(file) = &self.source_file
+            && !file.is_file()
+        {
+            return Err(QueryError::Data(format!(
+                "cannot read {}: no such file",
+                file.display()
+            )));
+        }
         let batches = self
             .runtime
             .block_on(async {
@@ -211,7 +235,7 @@ impl QueryEngine {
             let measurements: Vec<ArrayRef> = (keys_count..batch.num_columns())
                 .map(|i| cast(batch.column(i), &DataType::Float64))
                 .collect::<std::result::Result<_, _>>()
-                .map_err(execution_error)?;
+                .map_err(result_error)?;
             for row in 0..batch.num_rows() {
                 let mut key = Vec::with_capacity(keys_count);
                 let mut skip = false;
@@ -221,7 +245,7 @@ impl QueryEngine {
                         skip = true; // NULL keys are never released
                         break;
                     }
-                    key.push(array_value_to_string(array, row).map_err(execution_error)?);
+                    key.push(array_value_to_string(array, row).map_err(result_error)?);
                 }
                 if skip {
                     continue;
@@ -242,9 +266,11 @@ impl QueryEngine {
         Ok(exact)
     }
 
-    /// Plans, charges the ledger, runs and releases `sql`. The cost is
-    /// committed before anything runs and refunded if the run fails; nothing
-    /// is charged if the query cannot be planned.
+    /// Plans, charges the ledger, runs and releases `sql`. Nothing is charged
+    /// if the query cannot be planned or does not fit the budget. The cost is
+    /// committed before anything runs; it is refunded if the data file cannot
+    /// be read (an I/O failure), and kept if the run fails for a reason that
+    /// may depend on the data ([`QueryError::FailedWhileRunning`]).
     pub fn answer<R: CryptoRng + ?Sized>(
         &self,
         sql: &str,
@@ -258,7 +284,7 @@ impl QueryEngine {
         let outcome = self
             .exact(&query)
             .and_then(|exact| release(&query, &noise, &exact, settings.confidence, rng));
-        if outcome.is_err() {
+        if matches!(outcome, Err(QueryError::Data(_))) {
             ledger.refund(charge)?;
         }
         outcome

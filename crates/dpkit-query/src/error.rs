@@ -26,9 +26,18 @@ pub enum QueryError {
         /// What failed.
         reason: String,
     },
-    /// The data file could not be read.
+    /// The data file could not be read (before or while running, for a
+    /// reason outside the data's contents, such as an I/O failure).
     #[error("data file: {0}")]
     Data(String),
+    /// The query failed while running, for a reason that may depend on the
+    /// private data (a value that does not parse, a division by zero in a
+    /// filter): its cost is kept, since a refund would let failures reveal
+    /// the data for free.
+    #[error(
+        "the query failed while running; its cost is kept, because whether it fails can depend on the private data ({0})"
+    )]
+    FailedWhileRunning(String),
     /// A mechanism rejected its parameters (ε, δ, confidence).
     #[error(transparent)]
     Mechanism(#[from] dpkit_core::Error),

@@ -54,6 +54,49 @@ fn value(cell: &Cell) -> (f64, f64, f64) {
     }
 }
 
+/// A temporary folder with one data file, its description, an engine over
+/// it and a ledger granting `budget`; removed when dropped.
+struct Fixture {
+    folder: PathBuf,
+    engine: QueryEngine,
+    ledger: Ledger,
+}
+
+impl Fixture {
+    /// Writes `data` to `file` and opens `description` (TOML naming `file`).
+    fn new(name: &str, file: &str, data: &str, description: &str, budget: f64) -> Self {
+        let folder =
+            std::env::temp_dir().join(format!("dpkit-query-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join(file), data).unwrap();
+        let description = Description::from_toml(description, &folder).unwrap();
+        let engine = QueryEngine::open(description).unwrap();
+        let ledger = Ledger::open(&folder.join("ledger.sqlite"), budget, 0.0).unwrap();
+        Self {
+            folder,
+            engine,
+            ledger,
+        }
+    }
+
+    fn answer(
+        &self,
+        sql: &str,
+        epsilon: f64,
+        seed: u64,
+    ) -> dpkit_query::Result<dpkit_query::ReleasedTable> {
+        let mut rng = InsecureSeededRng::from_seed_for_testing(seed);
+        self.engine
+            .answer(sql, &settings(epsilon, 0.0), &self.ledger, &mut rng)
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
 #[test]
 fn answers_at_a_very_large_epsilon_land_on_the_exact_answers() {
     let engine = QueryEngine::open(adult_description()).unwrap();
@@ -296,43 +339,58 @@ fn the_budget_refuses_an_overspend_and_a_failed_query_spends_nothing() {
 }
 
 #[test]
-fn a_query_that_fails_while_running_is_refunded_and_quotes_no_data() {
-    let folder = std::env::temp_dir().join(format!("dpkit-query-broken-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).unwrap();
+fn a_failure_that_may_depend_on_the_data_keeps_its_cost_and_quotes_no_data() {
     let mut csv = String::from("salary\n");
     for i in 0..1500 {
         csv.push_str(&format!("{}\n", 1000 + i));
     }
     csv.push_str("secret-93000\n"); // past the rows the schema is inferred from
-    std::fs::write(folder.join("salaries.csv"), csv).unwrap();
-    let description = Description::from_toml(
+    let fixture = Fixture::new(
+        "broken",
+        "salaries.csv",
+        &csv,
         "[table]\nname = \"salaries\"\nfile = \"salaries.csv\"\n[privacy_unit]\nkind = \"row\"\n\
          [budget]\nepsilon = 1.0\n[columns.salary]\ntype = \"integer\"\nbounds = [0, 5000]\n",
-        &folder,
-    )
-    .unwrap();
-    let engine = QueryEngine::open(description).unwrap();
-    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1.0, 0.0).unwrap();
-    let mut rng = InsecureSeededRng::from_seed_for_testing(6);
-    let error = engine
-        .answer(
-            "SELECT SUM(salary) FROM salaries",
-            &settings(0.5, 0.0),
-            &ledger,
-            &mut rng,
-        )
+        1.0,
+    );
+    let error = fixture
+        .answer("SELECT SUM(salary) FROM salaries", 0.5, 6)
+        .unwrap_err();
+    // Whether a row fails to parse is a fact about the data: refunding the
+    // failure would reveal it for free, so the cost stays spent.
+    assert!(
+        matches!(error, QueryError::FailedWhileRunning(_)),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains("93000"), "{error}");
+    let state = fixture.ledger.state().unwrap();
+    assert_eq!((state.spent_epsilon, state.queries), (0.5, 1), "kept");
+}
+
+#[test]
+fn a_query_whose_file_cannot_be_read_is_refunded() {
+    let fixture = Fixture::new(
+        "vanished",
+        "t.csv",
+        "x\n1\n2\n",
+        "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 1.0\n",
+        1.0,
+    );
+    std::fs::remove_file(fixture.folder.join("t.csv")).unwrap(); // vanishes after opening
+    let error = fixture
+        .answer("SELECT COUNT(*) FROM t", 0.5, 10)
         .unwrap_err();
     assert!(matches!(error, QueryError::Data(_)), "{error:?}");
-    assert!(!error.to_string().contains("93000"), "{error}");
-    let state = ledger.state().unwrap();
-    assert_eq!((state.spent_epsilon, state.queries), (0.0, 0), "refunded");
-    std::fs::remove_dir_all(&folder).unwrap();
+    let state = fixture.ledger.state().unwrap();
+    assert_eq!(
+        (state.spent_epsilon, state.queries),
+        (0.0, 0),
+        "an I/O failure is refunded"
+    );
 }
 
 #[test]
 fn an_id_privacy_unit_bounds_each_persons_rows() {
-    let folder = std::env::temp_dir().join(format!("dpkit-query-id-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).unwrap();
     // Alice has 5 visits, Bob 1, Carol 3; at most 2 per person are kept.
     let mut csv = String::from("person,spend\n");
     for (person, visits, spend) in [("alice", 5, 10), ("bob", 1, 20), ("carol", 3, 30)] {
@@ -340,24 +398,21 @@ fn an_id_privacy_unit_bounds_each_persons_rows() {
             csv.push_str(&format!("{person},{spend}\n"));
         }
     }
-    std::fs::write(folder.join("visits.csv"), csv).unwrap();
-    let description = Description::from_toml(
+    let fixture = Fixture::new(
+        "id",
+        "visits.csv",
+        &csv,
         "[table]\nname = \"visits\"\nfile = \"visits.csv\"\n\
          [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 2\n\
          [budget]\nepsilon = 1e6\n[columns.person]\ntype = \"text\"\n\
          [columns.spend]\ntype = \"integer\"\nbounds = [0, 100]\n",
-        &folder,
-    )
-    .unwrap();
-    let engine = QueryEngine::open(description).unwrap();
-    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1e6, 0.0).unwrap();
-    let mut rng = InsecureSeededRng::from_seed_for_testing(7);
-    let answer = engine
+        1e6,
+    );
+    let answer = fixture
         .answer(
             "SELECT COUNT(*) AS n, SUM(spend) AS total FROM visits",
-            &settings(1e5, 0.0),
-            &ledger,
-            &mut rng,
+            1e5,
+            7,
         )
         .unwrap();
     assert_eq!(value(&answer.rows[0][0]).0, 5.0, "2 + 1 + 2 rows");
@@ -365,11 +420,11 @@ fn an_id_privacy_unit_bounds_each_persons_rows() {
         (value(&answer.rows[0][1]).0 - 100.0).abs() < 0.1,
         "2·10 + 20 + 2·30"
     );
-    let explanation = engine
+    let explanation = fixture
+        .engine
         .explain("SELECT COUNT(*) FROM visits", &settings(1.0, 0.0))
         .unwrap();
     assert!(explanation.contains("Rows per person: 2"), "{explanation}");
-    std::fs::remove_dir_all(&folder).unwrap();
 }
 
 #[test]
@@ -441,30 +496,21 @@ fn a_parquet_file_gives_the_same_answers_as_its_csv() {
 
 #[test]
 fn values_beyond_the_bounds_are_clamped_and_nulls_skipped() {
-    let folder = std::env::temp_dir().join(format!("dpkit-query-clamp-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).unwrap();
     // Bounds [0, 100]: -50 counts as 0, 250 as 100, NaN as 0, and the empty
     // field (NULL) not at all.
-    std::fs::write(
-        folder.join("scores.csv"),
+    let fixture = Fixture::new(
+        "clamp",
+        "scores.csv",
         "id,score\n1,-50\n2,250\n3,40\n4,\n5,60.5\n6,NaN\n",
-    )
-    .unwrap();
-    let description = Description::from_toml(
         "[table]\nname = \"scores\"\nfile = \"scores.csv\"\n[privacy_unit]\nkind = \"row\"\n\
          [budget]\nepsilon = 1e6\n[columns.score]\ntype = \"real\"\nbounds = [0, 100]\n",
-        &folder,
-    )
-    .unwrap();
-    let engine = QueryEngine::open(description).unwrap();
-    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1e6, 0.0).unwrap();
-    let mut rng = InsecureSeededRng::from_seed_for_testing(9);
-    let answer = engine
+        1e6,
+    );
+    let answer = fixture
         .answer(
             "SELECT SUM(score) AS total, AVG(score) AS mean, COUNT(score) AS scored, COUNT(*) AS n FROM scores",
-            &settings(1e5, 0.0),
-            &ledger,
-            &mut rng,
+            1e5,
+            9,
         )
         .unwrap();
     let row = &answer.rows[0];
@@ -480,5 +526,4 @@ fn values_beyond_the_bounds_are_clamped_and_nulls_skipped() {
     );
     assert_eq!(value(&row[2]).0, 5.0);
     assert_eq!(value(&row[3]).0, 6.0);
-    std::fs::remove_dir_all(&folder).unwrap();
 }

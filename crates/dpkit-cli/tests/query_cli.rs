@@ -260,23 +260,11 @@ fn adult_rows() -> Vec<std::collections::HashMap<String, String>> {
 
 #[test]
 fn at_a_very_large_epsilon_the_binary_lands_on_the_exact_answers() {
-    // The Adult description with a budget large enough for ε = 10,000.
-    let folder = std::env::temp_dir().join(format!("dpkit-cli-large-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).unwrap();
-    let adult = std::fs::read_to_string(description()).unwrap();
-    let csv = format!(
-        "{}/../../data/adult/adult.data.csv",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let large = adult
-        .replace("file = \"adult.data.csv\"", &format!("file = \"{csv}\""))
-        .replace("epsilon = 10.0", "epsilon = 1e6");
-    let description = folder.join("adult.toml");
-    std::fs::write(&description, large).unwrap();
+    let (folder, description) = description_with_budget("large", "1e6");
     let output = dpkit(&[
         "query",
         "--description",
-        description.to_str().unwrap(),
+        &description,
         "--epsilon",
         "10000",
         "--format",
@@ -330,6 +318,73 @@ fn at_a_very_large_epsilon_the_binary_lands_on_the_exact_answers() {
                     <= 1e-3 * exact.abs().max(1.0) + 1.0
             );
         }
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// A copy of the Adult description with a budget large enough for many runs.
+fn description_with_budget(name: &str, epsilon: &str) -> (PathBuf, String) {
+    let folder = std::env::temp_dir().join(format!("dpkit-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let adult = std::fs::read_to_string(description()).unwrap();
+    let csv = format!(
+        "{}/../../data/adult/adult.data.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let copy = adult
+        .replace("file = \"adult.data.csv\"", &format!("file = \"{csv}\""))
+        .replace("epsilon = 10.0", &format!("epsilon = {epsilon}"));
+    let path = folder.join("adult.toml");
+    std::fs::write(&path, copy).unwrap();
+    (folder, path.to_str().unwrap().to_string())
+}
+
+#[test]
+fn over_many_runs_the_binarys_95_percent_intervals_cover_93_to_97_percent() {
+    let (folder, description) = description_with_budget("coverage", "1000");
+    // Exact counts and hours per age, computed here from the CSV.
+    let mut exact: std::collections::HashMap<String, (f64, f64)> = std::collections::HashMap::new();
+    for row in adult_rows() {
+        let entry = exact.entry(row["age"].clone()).or_default();
+        entry.0 += 1.0;
+        entry.1 += row["hours-per-week"].parse::<f64>().unwrap();
+    }
+    // 50 runs × 74 ages (the public bounds 17..90) = 3,700 intervals per
+    // aggregate: a share's standard deviation is 0.36%, so 93–97% is ±5.6σ.
+    let (mut covered, mut total) = ([0u64; 2], 0u64);
+    for _ in 0..50 {
+        let output = dpkit(&[
+            "query",
+            "--description",
+            &description,
+            "--epsilon",
+            "0.2",
+            "--format",
+            "json",
+            "SELECT age, COUNT(*) AS n, SUM(\"hours-per-week\") AS hours FROM adult GROUP BY age",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let rows = answer["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 74);
+        for row in rows {
+            let (n, hours) = exact
+                .get(row[0].as_str().unwrap())
+                .copied()
+                .unwrap_or_default();
+            for (slot, truth) in [(1usize, n), (2, hours)] {
+                let (low, high) = (
+                    row[slot]["low"].as_f64().unwrap(),
+                    row[slot]["high"].as_f64().unwrap(),
+                );
+                covered[slot - 1] += u64::from(low <= truth && truth <= high);
+            }
+            total += 1;
+        }
+    }
+    for (name, hits) in ["counts", "sums"].iter().zip(covered) {
+        let share = hits as f64 / total as f64;
+        assert!((0.93..=0.97).contains(&share), "{name}: {share}");
     }
     std::fs::remove_dir_all(&folder).unwrap();
 }

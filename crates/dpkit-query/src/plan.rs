@@ -529,11 +529,20 @@ pub(crate) fn plan_private(
         measurement_of.push(mine);
         aggregates.push(AggregateRequest { name, kind });
     }
+    // Thresholded keys need a noisy row count: the query's own COUNT(*) if it
+    // has one (released and thresholded, both post-processing of one noisy
+    // value), else a count of its own.
+    let own_count = aggregates
+        .iter()
+        .position(|a| a.kind == AggregateKind::CountRows)
+        .map(|a| measurement_of[a][0]);
     let threshold_measurement = (keys == KeySelection::Threshold).then(|| {
-        measurement_exprs
-            .push(count(lit(1i64)).alias(format!("__dpkit_measure_{}", measurements.len())));
-        measurements.push(Measurement::Count);
-        measurements.len() - 1
+        own_count.unwrap_or_else(|| {
+            measurement_exprs
+                .push(count(lit(1i64)).alias(format!("__dpkit_measure_{}", measurements.len())));
+            measurements.push(Measurement::Count);
+            measurements.len() - 1
+        })
     });
 
     // The answer's columns, in SELECT order.

@@ -170,15 +170,17 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
     }
     let count = query.measurements.len();
     let per_measurement = epsilon / count as f64;
-    let threshold_delta = match (thresholding, gaussian) {
-        (true, true) => settings.delta / 2.0,
-        (true, false) => settings.delta,
-        (false, _) => 0.0,
-    };
+    // The threshold's count is always geometric; every other measurement is
+    // Gaussian when asked. δ is shared between the two uses that exist.
     let gaussian_count = if gaussian {
         count - usize::from(thresholding)
     } else {
         0
+    };
+    let threshold_delta = match (thresholding, gaussian_count > 0) {
+        (true, true) => settings.delta / 2.0,
+        (true, false) => settings.delta,
+        (false, _) => 0.0,
     };
     let per_gaussian_delta = if gaussian_count > 0 {
         (settings.delta - threshold_delta) / gaussian_count as f64
@@ -287,7 +289,7 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
             Some((k + steps) as f64)
         }
     };
-    let total_delta = if thresholding || gaussian {
+    let total_delta = if thresholding || gaussian_count > 0 {
         settings.delta
     } else {
         0.0

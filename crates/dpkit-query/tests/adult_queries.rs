@@ -278,6 +278,11 @@ fn keys_without_a_public_domain_pass_a_noisy_threshold() {
     }
     let state = ledger.state().unwrap();
     assert_eq!((state.spent_epsilon, state.spent_delta), (1.0, 1e-6));
+    // The query's COUNT(*) doubles as the threshold's count; without one, the
+    // threshold needs a count of its own.
+    assert_eq!(engine.plan(sql).unwrap().measurements.len(), 1);
+    let averages = "SELECT \"native-country\", AVG(age) FROM adult GROUP BY \"native-country\"";
+    assert_eq!(engine.plan(averages).unwrap().measurements.len(), 3);
 }
 
 #[test]

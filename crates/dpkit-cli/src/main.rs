@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! `dpkit`: differentially private releases from the command line.
 
 mod audit;

@@ -1,7 +1,12 @@
 //! `dpkit query`, `dpkit budget` and `dpkit describe`, run as a user would.
 
+#[path = "../../dpkit-query/tests/support/adult_rows.rs"]
+mod adult_rows;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use adult_rows::adult_rows;
 
 fn dpkit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dpkit"))
@@ -234,28 +239,6 @@ fn describe_drafts_a_description_without_bounds() {
             && text.contains("[columns.age]\ntype = \"integer\"\n# bounds")
     );
     assert!(!text.contains("\nbounds ="), "never bounds from the data");
-}
-
-/// The Adult training file as rows of named fields, read here independently
-/// of the engine.
-fn adult_rows() -> Vec<std::collections::HashMap<String, String>> {
-    let path = format!(
-        "{}/../../data/adult/adult.data.csv",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
-    lines
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(String::from))
-                .collect()
-        })
-        .collect()
 }
 
 #[test]

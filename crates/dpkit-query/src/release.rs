@@ -476,7 +476,7 @@ fn aggregate_cell(
         } => {
             let (s, c) = (measurements[0], measurements[1]);
             let (sum, count) = (noisy[s], noisy[c].round());
-            let (hs, hc) = (plan.noises[s].half_width, plan.noises[c].half_width + 0.0);
+            let (hs, hc) = (plan.noises[s].half_width, plan.noises[c].half_width);
             let value = (sum / count.max(1.0)).clamp(*low, *high);
             // With probability ≥ 1 − α both true values lie in their boxes,
             // and the true average lies between the box's extreme ratios.

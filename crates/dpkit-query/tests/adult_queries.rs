@@ -1,9 +1,13 @@
 //! Private queries on the bundled Adult data, checked against exact answers
 //! computed here independently of the engine.
 
+#[path = "support/adult_rows.rs"]
+mod adult_rows;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use adult_rows::adult_rows;
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::release::{Cell, plan_noise, release};
 use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, QueryError, ReleaseSettings};
@@ -11,24 +15,6 @@ use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, QueryError,
 fn adult_description() -> Description {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml");
     Description::load(&path).unwrap()
-}
-
-/// The Adult training file as rows of named fields.
-fn adult_rows() -> Vec<HashMap<String, String>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.data.csv");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
-    lines
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(String::from))
-                .collect()
-        })
-        .collect()
 }
 
 fn temporary(name: &str) -> PathBuf {
@@ -44,6 +30,13 @@ fn settings(epsilon: f64, delta: f64) -> ReleaseSettings {
         delta,
         mechanism: MechanismChoice::Auto,
         confidence: 0.95,
+    }
+}
+
+fn key(cell: &Cell) -> String {
+    match cell {
+        Cell::Key(key) => key.clone(),
+        Cell::Value { .. } => panic!("expected a key, got a value"),
     }
 }
 
@@ -202,14 +195,7 @@ fn binned_groups_release_every_bin_of_the_public_bounds() {
     let answer = engine
         .answer(sql, &settings(5000.0, 0.0), &ledger, &mut rng)
         .unwrap();
-    let decades: Vec<String> = answer
-        .rows
-        .iter()
-        .map(|r| match &r[0] {
-            Cell::Key(k) => k.clone(),
-            _ => panic!(),
-        })
-        .collect();
+    let decades: Vec<String> = answer.rows.iter().map(|r| key(&r[0])).collect();
     // floor() returns a real number, so the bins print as 10.0, 20.0, …
     assert_eq!(
         decades,
@@ -251,14 +237,7 @@ fn keys_without_a_public_domain_pass_a_noisy_threshold() {
     for row in adult_rows() {
         *counts.entry(row["native-country"].clone()).or_default() += 1;
     }
-    let released: Vec<String> = answer
-        .rows
-        .iter()
-        .map(|r| match &r[0] {
-            Cell::Key(k) => k.clone(),
-            _ => panic!(),
-        })
-        .collect();
+    let released: Vec<String> = answer.rows.iter().map(|r| key(&r[0])).collect();
     // τ ≈ 14 at ε = 0.5 per count and δ = 1e-6: a country of 3 people is
     // released with probability below 10⁻⁶; one of 200 almost surely.
     for country in &released {

@@ -52,20 +52,18 @@ pub fn run(context: &mut Context) -> Result<Section> {
     let measured_at = [1e-4, 3e-4, 1e-3, 3e-3];
     let bar = context.progress((1 + measured_at.len()) as u64, "exponential");
 
-    let at_one = ExponentialMechanism::new(1.0, 1.0)?;
-    let exact = at_one.selection_probabilities(&utilities)?;
-    let observed = observed_frequencies(&at_one, &utilities, draws, context)?;
-    bar.inc(1);
-    let mut measured = Vec::new();
-    for &epsilon in &measured_at {
+    // (ε, exact probabilities, observed frequencies): ε = 1 first, then the
+    // smaller ε whose frequencies are drawn next to the exact curves.
+    let mut measured = Vec::with_capacity(1 + measured_at.len());
+    for epsilon in std::iter::once(1.0).chain(measured_at) {
         let mechanism = ExponentialMechanism::new(epsilon, 1.0)?;
-        measured.push((
-            epsilon,
-            observed_frequencies(&mechanism, &utilities, draws, context)?,
-        ));
+        let exact = mechanism.selection_probabilities(&utilities)?;
+        let observed = observed_frequencies(&mechanism, &utilities, draws, context)?;
+        measured.push((epsilon, exact, observed));
         bar.inc(1);
     }
     bar.finish_and_clear();
+    let (_, exact, observed) = measured[0].clone();
     let mut exact_sweep = Vec::new();
     for &epsilon in &sweep {
         exact_sweep.push((
@@ -74,32 +72,25 @@ pub fn run(context: &mut Context) -> Result<Section> {
         ));
     }
 
+    // One CSV row per (ε, status); frequencies only where they were drawn.
     let mut csv_rows = Vec::new();
+    let mut add_rows = |epsilon: f64, probabilities: &[f64], frequencies: Option<&[f64]>| {
+        for (index, name) in names.iter().enumerate() {
+            csv_rows.push(vec![
+                epsilon.to_string(),
+                name.clone(),
+                utilities[index].to_string(),
+                probabilities[index].to_string(),
+                frequencies.map_or(String::new(), |f| f[index].to_string()),
+                frequencies.map_or(String::new(), |_| draws.to_string()),
+            ]);
+        }
+    };
     for (epsilon, probabilities) in &exact_sweep {
-        for (index, name) in names.iter().enumerate() {
-            csv_rows.push(vec![
-                epsilon.to_string(),
-                name.clone(),
-                utilities[index].to_string(),
-                probabilities[index].to_string(),
-                String::new(),
-                String::new(),
-            ]);
-        }
+        add_rows(*epsilon, probabilities, None);
     }
-    for (epsilon, frequencies) in std::iter::once(&(1.0, observed.clone())).chain(&measured) {
-        let probabilities =
-            ExponentialMechanism::new(*epsilon, 1.0)?.selection_probabilities(&utilities)?;
-        for (index, name) in names.iter().enumerate() {
-            csv_rows.push(vec![
-                epsilon.to_string(),
-                name.clone(),
-                utilities[index].to_string(),
-                probabilities[index].to_string(),
-                frequencies[index].to_string(),
-                draws.to_string(),
-            ]);
-        }
+    for (epsilon, probabilities, frequencies) in &measured {
+        add_rows(*epsilon, probabilities, Some(frequencies));
     }
     let csv = context.out.csv(
         "exponential",
@@ -151,7 +142,10 @@ pub fn run(context: &mut Context) -> Result<Section> {
             },
             colour_index: index,
             style: CurveStyle::Markers,
-            points: measured.iter().map(|(e, f)| (*e, f[index])).collect(),
+            points: measured[1..]
+                .iter()
+                .map(|(e, _, f)| (*e, f[index]))
+                .collect(),
             band: vec![],
         });
     }

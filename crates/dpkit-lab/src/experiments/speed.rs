@@ -57,28 +57,41 @@ struct Plan {
     repeats: usize,
 }
 
-fn real<R: CryptoRng>(plan: &Plan, mechanism: &impl RealMechanism, rng: &mut R) -> Pair {
+/// Times a real-valued release: `batch` fills a slice, `scalar` releases one value.
+fn real_timing<R: CryptoRng>(
+    plan: &Plan,
+    rng: &mut R,
+    mut batch: impl FnMut(&mut [f64], &mut R),
+    mut scalar: impl FnMut(f64, &mut R) -> f64,
+) -> Pair {
     let mut buffer = vec![0.0; plan.values];
     let batch = time_repeats(plan.repeats, plan.values, || {
         buffer
             .iter_mut()
             .enumerate()
             .for_each(|(i, v)| *v = i as f64 * 0.25);
-        mechanism
-            .privatize_slice_with_rng(&mut buffer, rng)
-            .expect("finite values");
+        batch(&mut buffer, rng);
         black_box(&buffer);
     });
     let scalar = time_repeats(plan.repeats, plan.values, || {
         for i in 0..plan.values {
-            black_box(
-                mechanism
-                    .privatize_with_rng(black_box(i as f64 * 0.25), rng)
-                    .ok(),
-            );
+            black_box(scalar(black_box(i as f64 * 0.25), rng));
         }
     });
     (batch, scalar)
+}
+
+fn real<R: CryptoRng>(plan: &Plan, mechanism: &impl RealMechanism, rng: &mut R) -> Pair {
+    real_timing(
+        plan,
+        rng,
+        |buffer, rng| {
+            mechanism
+                .privatize_slice_with_rng(buffer, rng)
+                .expect("finite values")
+        },
+        |value, rng| mechanism.privatize_with_rng(value, rng).unwrap_or(f64::NAN),
+    )
 }
 
 fn integer<R: CryptoRng>(plan: &Plan, mechanism: &impl IntegerMechanism, rng: &mut R) -> Pair {
@@ -128,25 +141,17 @@ const NAMES: [&str; 12] = [
 fn time_all<R: CryptoRng>(plan: &Plan, rng: &mut R, tick: &mut dyn FnMut()) -> Result<Vec<Pair>> {
     let naive = NaiveFloatLaplace { scale: 1.0 };
     let mut rows = Vec::with_capacity(NAMES.len());
-    rows.push({
-        let mut buffer = vec![0.0; plan.values];
-        let batch = time_repeats(plan.repeats, plan.values, || {
-            buffer
-                .iter_mut()
-                .enumerate()
-                .for_each(|(i, v)| *v = i as f64 * 0.25);
+    // The naive sampler has no batch method: its batch is a loop over the slice.
+    rows.push(real_timing(
+        plan,
+        rng,
+        |buffer, rng| {
             for v in buffer.iter_mut() {
                 *v = naive.privatize(*v, rng);
             }
-            black_box(&buffer);
-        });
-        let scalar = time_repeats(plan.repeats, plan.values, || {
-            for i in 0..plan.values {
-                black_box(naive.privatize(black_box(i as f64 * 0.25), rng));
-            }
-        });
-        (batch, scalar)
-    });
+        },
+        |value, rng| naive.privatize(value, rng),
+    ));
     tick();
     rows.push(real(plan, &Laplace::new(1.0, 1.0)?, rng));
     tick();

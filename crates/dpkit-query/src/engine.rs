@@ -10,14 +10,17 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DataFusionError};
 use datafusion::logical_expr::Expr;
-use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion::prelude::{SessionConfig, SessionContext};
 use rand_core::CryptoRng;
 
-use crate::description::{Description, FileFormat};
+use crate::description::Description;
 use crate::error::{QueryError, Result};
 use crate::ledger::Ledger;
 use crate::plan::{PrivateQuery, plan_private};
 use crate::release::{ExactGroups, NoisePlan, ReleaseSettings, ReleasedTable, plan_noise, release};
+
+/// Stack of the planning thread (reserved, touched only as deep as used).
+const PLANNING_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// A dataset opened for private queries.
 pub struct QueryEngine {
@@ -27,6 +30,8 @@ pub struct QueryEngine {
     /// The data file, checked before each run: a listing over a vanished
     /// file would silently read as an empty table.
     source_file: Option<std::path::PathBuf>,
+    /// The typed, capped view of the data that queries read.
+    view: datafusion::logical_expr::LogicalPlan,
 }
 
 /// An error while running the plan. Its message may quote rows of the data
@@ -60,41 +65,14 @@ impl QueryEngine {
                 "cannot read {path}: no such file"
             )));
         }
-        runtime
-            .block_on(async {
-                match description.format {
-                    FileFormat::Csv => {
-                        let extension = description
-                            .file
-                            .extension()
-                            .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
-                        let options = CsvReadOptions::new()
-                            .has_header(true)
-                            .file_extension(&extension);
-                        context
-                            .register_csv(description.table.as_str(), &path, options)
-                            .await
-                    }
-                    FileFormat::Parquet => {
-                        context
-                            .register_parquet(
-                                description.table.as_str(),
-                                &path,
-                                ParquetReadOptions::default(),
-                            )
-                            .await
-                    }
-                }
-            })
-            .map_err(|_| {
-                QueryError::Data(format!("cannot read {path} as {:?}", description.format))
-            })?;
+        let view = runtime.block_on(crate::source::register_file(&context, &description))?;
         let source_file = Some(description.file.clone());
         Ok(Self {
             description,
             context,
             runtime,
             source_file,
+            view,
         })
     }
 
@@ -102,14 +80,17 @@ impl QueryEngine {
     pub fn with_table(description: Description, provider: Arc<dyn TableProvider>) -> Result<Self> {
         let runtime = runtime()?;
         let context = session();
-        context
-            .register_table(description.table.as_str(), provider)
-            .map_err(|e| QueryError::Data(e.to_string()))?;
+        let view = runtime.block_on(crate::source::register_provider(
+            &context,
+            &description,
+            provider,
+        ))?;
         Ok(Self {
             description,
             context,
             runtime,
             source_file: None,
+            view,
         })
     }
 
@@ -130,26 +111,31 @@ impl QueryEngine {
 
     /// Plans `sql` privately: checks it and rewrites its plan. Spends nothing.
     pub fn plan(&self, sql: &str) -> Result<PrivateQuery> {
+        crate::total::check_size(sql)?;
+        // DataFusion's planner recurses once per expression level; a
+        // thread with a generous stack keeps every query within the size
+        // limit far from the end of it.
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("dpkit-plan".into())
+                .stack_size(PLANNING_STACK_BYTES)
+                .spawn_scoped(scope, || self.plan_here(sql))
+                .map_err(|e| QueryError::Data(format!("cannot start the planner: {e}")))?
+                .join()
+                .unwrap_or_else(|_| Err(QueryError::Sql("the planner failed".into())))
+        })
+    }
+
+    fn plan_here(&self, sql: &str) -> Result<PrivateQuery> {
         let state = self.context.state();
         let logical = self
             .runtime
             .block_on(state.create_logical_plan(sql))
             .map_err(|e| QueryError::Sql(planning_message(&e.to_string())))?;
-        let schema = self
-            .runtime
-            .block_on(self.context.table_provider(self.description.table.as_str()))
-            .map_err(|e| QueryError::Sql(e.to_string()))?
-            .schema();
-        let type_of = |column: &str| {
-            schema
-                .field_with_name(column)
-                .ok()
-                .map(|f| f.data_type().clone())
-        };
         let mut domain_of = |expr: &Expr, column: &str, bounds: (i64, i64)| {
             self.enumerate_domain(expr, column, bounds)
         };
-        plan_private(sql, &logical, &self.description, &type_of, &mut domain_of)
+        plan_private(sql, &logical, &self.description, &self.view, &mut domain_of)
     }
 
     /// The values a GROUP BY expression over one integer column takes on
@@ -230,7 +216,7 @@ impl QueryEngine {
             })
             .map_err(execution_error)?;
         let keys_count = query.group_names.len();
-        let mut exact = ExactGroups::default();
+        let mut rows = Vec::new();
         for batch in &batches {
             let measurements: Vec<ArrayRef> = (keys_count..batch.num_columns())
                 .map(|i| cast(batch.column(i), &DataType::Float64))
@@ -259,11 +245,10 @@ impl QueryEngine {
                         array.map_or(0.0, |a| if a.is_null(row) { 0.0 } else { a.value(row) })
                     })
                     .collect();
-                exact.keys.push(key);
-                exact.values.push(values);
+                rows.push((key, values));
             }
         }
-        Ok(exact)
+        Ok(ExactGroups::merged(rows))
     }
 
     /// Plans, charges the ledger, runs and releases `sql`. Nothing is charged
@@ -406,15 +391,37 @@ fn explanation(query: &PrivateQuery, noise: &NoisePlan, settings: &ReleaseSettin
             }
         }
     }
-    text.push_str(&format!(
-        "Rows per person: {}. Each person is in at most that many groups, so the noise per \
-         group is calibrated to that and the groups compose in parallel.\n",
-        query.rows_per_person
-    ));
+    text.push_str(&privacy_argument(query, noise));
     text.push_str(&format!(
         "Total cost: ε = {}, δ = {} (nothing is spent by --explain)\n",
         noise.cost.epsilon(),
         noise.cost.delta()
     ));
+    text
+}
+
+/// Why each measurement's noise costs what it is charged: dpkit-core's
+/// privacy map for each, with the neighbouring definition it holds for.
+fn privacy_argument(query: &PrivateQuery, noise: &NoisePlan) -> String {
+    let neighbours = match query.neighbouring {
+        dpkit_core::sensitivity::Neighbouring::AddRemove => "one person added or removed",
+        dpkit_core::sensitivity::Neighbouring::Replace => {
+            "one person added, removed or replaced by another"
+        }
+    };
+    let mut text = format!(
+        "Privacy: ε holds for neighbouring tables that differ in {neighbours}; each person has \
+         at most {} row(s), capped on the table scan.\n",
+        query.rows_per_person
+    );
+    for (index, planned) in noise.noises.iter().enumerate() {
+        text.push_str(&format!(
+            "  measurement {index}: {} at ε = {:.6}, Δ = {}: {}\n",
+            planned.mechanism(),
+            planned.noise_epsilon,
+            planned.sensitivity,
+            planned.argument
+        ));
+    }
     text
 }

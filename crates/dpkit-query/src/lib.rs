@@ -26,10 +26,15 @@ mod clamp;
 pub mod description;
 pub mod engine;
 pub mod error;
+mod exact_sum;
 pub mod ledger;
 pub mod output;
 pub mod plan;
 pub mod release;
+mod source;
+pub mod total;
+mod total_arithmetic;
+mod total_math;
 
 pub use description::Description;
 pub use engine::QueryEngine;

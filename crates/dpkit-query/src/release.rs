@@ -10,6 +10,15 @@ use dpkit_core::mechanism::{
     DiscreteGaussian, DiscreteStaircase, Gaussian, IntegerMechanism, Laplace, RealMechanism,
     Staircase, TwoSidedGeometric,
 };
+use dpkit_core::sensitivity::{
+    Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
+};
+
+type CoreLaplace = Laplace;
+type CoreStaircase = Staircase;
+
+/// The Gaussian's grid resolution (grid ≤ min(Δ, σ)/2^12).
+const GAUSSIAN_GRID_BITS: i32 = 12;
 use rand_core::CryptoRng;
 use serde::Serialize;
 
@@ -110,8 +119,13 @@ pub struct PlannedNoise {
     pub epsilon: f64,
     /// δ spent on it.
     pub delta: f64,
-    /// Its sensitivity.
+    /// Its noise's sensitivity (from dpkit-core's privacy map).
     pub sensitivity: f64,
+    /// Its noise's ε: the measurement's ε, or a share of it when a scalar
+    /// noise is released in several groups one person can move.
+    pub noise_epsilon: f64,
+    /// Why the calibration costs at most the measurement's ε.
+    pub argument: &'static str,
     /// Half-width of its interval at the level its aggregate needs.
     pub half_width: f64,
     /// Its expected absolute error.
@@ -138,8 +152,8 @@ pub struct NoisePlan {
     pub cost: PrivacyLoss,
 }
 
-/// Plans the noise of `query` under `settings`.
-pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
+/// Checks the settings: ε, δ and the confidence level.
+fn checked_epsilon(settings: &ReleaseSettings) -> Result<f64> {
     let epsilon = PrivacyLoss::pure(settings.epsilon)?.epsilon();
     if !(0.0..1.0).contains(&settings.delta) {
         return Err(QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
@@ -156,7 +170,17 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
             ),
         }));
     }
-    let alpha = 1.0 - settings.confidence;
+    Ok(epsilon)
+}
+
+/// How δ is shared: the threshold's share and each Gaussian measurement's.
+struct DeltaShares {
+    threshold: f64,
+    per_gaussian: f64,
+    gaussian_count: usize,
+}
+
+fn share_delta(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<DeltaShares> {
     let thresholding = query.threshold_measurement.is_some();
     let gaussian = settings.mechanism == MechanismChoice::Gaussian;
     if (thresholding || gaussian) && settings.delta <= 0.0 {
@@ -168,25 +192,98 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
         };
         return Err(QueryError::NotPrivate(why.into()));
     }
-    let count = query.measurements.len();
-    let per_measurement = epsilon / count as f64;
     // The threshold's count is always geometric; every other measurement is
     // Gaussian when asked. δ is shared between the two uses that exist.
+    let count = query.measurements.len();
     let gaussian_count = if gaussian {
         count - usize::from(thresholding)
     } else {
         0
     };
-    let threshold_delta = match (thresholding, gaussian_count > 0) {
+    let threshold = match (thresholding, gaussian_count > 0) {
         (true, true) => settings.delta / 2.0,
         (true, false) => settings.delta,
         (false, _) => 0.0,
     };
-    let per_gaussian_delta = if gaussian_count > 0 {
-        (settings.delta - threshold_delta) / gaussian_count as f64
+    let per_gaussian = if gaussian_count > 0 {
+        (settings.delta - threshold) / gaussian_count as f64
     } else {
         0.0
     };
+    Ok(DeltaShares {
+        threshold,
+        per_gaussian,
+        gaussian_count,
+    })
+}
+
+/// The mechanisms a measurement may use under `choice` (Auto: every valid
+/// one, and the least expected error wins).
+fn candidates(choice: MechanismChoice, values: RowValues) -> Result<Vec<MechanismChoice>> {
+    use MechanismChoice as M;
+    let integer = values.is_integer();
+    Ok(match (choice, values) {
+        (M::Auto, RowValues::Count) => vec![M::Geometric],
+        (M::Auto, _) if integer => vec![M::Geometric, M::Staircase, M::Laplace],
+        (M::Auto, _) => vec![M::Staircase, M::Laplace],
+        (M::Geometric, _) if !integer => {
+            return Err(QueryError::NotPrivate(
+                "the geometric mechanism releases integers: use it for counts and \
+                 sums of whole-number columns with whole-number bounds"
+                    .into(),
+            ));
+        }
+        (choice, _) => vec![choice],
+    })
+}
+
+/// One measurement's noise under `choice`, calibrated by dpkit-core's
+/// privacy map for the move one person can cause.
+fn build_noise(
+    choice: MechanismChoice,
+    values: RowValues,
+    epsilon: f64,
+    delta: f64,
+    moved: &GroupedSensitivity,
+) -> Result<(Noise, Calibration)> {
+    use MechanismChoice as M;
+    let integer = values.is_integer();
+    let (growth, bits) = match (choice, integer) {
+        (M::Auto | M::Geometric, _) => (LossGrowth::Linear, None),
+        (M::Staircase, true) => (LossGrowth::Scalar, None),
+        (M::Staircase, false) => (LossGrowth::Scalar, Some(CoreStaircase::GRID_BITS)),
+        (M::Laplace, _) => (LossGrowth::Linear, Some(CoreLaplace::GRID_BITS)),
+        (M::Gaussian, true) => (LossGrowth::Gaussian, None),
+        (M::Gaussian, false) => (LossGrowth::Gaussian, Some(GAUSSIAN_GRID_BITS)),
+    };
+    let c = calibrate(growth, epsilon, moved, bits)?;
+    let whole = || c.sensitivity.ceil() as u64;
+    let noise = match (choice, integer) {
+        (M::Auto | M::Geometric, _) => {
+            Noise::Geometric(TwoSidedGeometric::new(c.epsilon, whole())?)
+        }
+        (M::Staircase, true) => {
+            Noise::DiscreteStaircase(DiscreteStaircase::new(c.epsilon, whole())?)
+        }
+        (M::Staircase, false) => Noise::Staircase(CoreStaircase::new(c.epsilon, c.sensitivity)?),
+        (M::Laplace, _) => Noise::Laplace(CoreLaplace::new(c.epsilon, c.sensitivity)?),
+        (M::Gaussian, true) => {
+            Noise::DiscreteGaussian(DiscreteGaussian::new(c.epsilon, delta, whole())?)
+        }
+        (M::Gaussian, false) => Noise::Gaussian(Gaussian::new(c.epsilon, delta, c.sensitivity)?),
+    };
+    Ok((noise, c))
+}
+
+/// Plans the noise of `query` under `settings`. ε is split evenly over the
+/// measurements (sequential composition); each measurement's groups are
+/// calibrated by [`dpkit_core::sensitivity::calibrate`].
+pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
+    let epsilon = checked_epsilon(settings)?;
+    let alpha = 1.0 - settings.confidence;
+    let delta = share_delta(query, settings)?;
+    let count = query.measurements.len();
+    let per_measurement = epsilon / count as f64;
     // AVG uses two measurements: each interval at α/2 makes the ratio's box ≥ 1 − α.
     let mut level = vec![alpha; count];
     for (aggregate, measurements) in query.aggregates.iter().zip(&query.measurement_of) {
@@ -196,100 +293,53 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
             }
         }
     }
-    let k = query.rows_per_person;
+    let spread = match query.keys {
+        KeySelection::Single => Spread::Single,
+        _ => Spread::Groups,
+    };
     let mut noises = Vec::with_capacity(count);
     for (index, measurement) in query.measurements.iter().enumerate() {
+        let values = measurement.row_values();
+        let moved =
+            GroupedSensitivity::of(values, query.rows_per_person, spread, query.neighbouring)?;
         let is_threshold = query.threshold_measurement == Some(index);
-        let (noise, sensitivity, delta) = match measurement {
-            Measurement::Count => {
-                let choice = if is_threshold {
-                    MechanismChoice::Auto
-                } else {
-                    settings.mechanism
-                };
-                let delta = if choice == MechanismChoice::Gaussian {
-                    per_gaussian_delta
-                } else {
-                    0.0
-                };
-                let noise = match choice {
-                    MechanismChoice::Auto | MechanismChoice::Geometric => {
-                        Noise::Geometric(TwoSidedGeometric::new(per_measurement, k)?)
-                    }
-                    MechanismChoice::Staircase => {
-                        Noise::DiscreteStaircase(DiscreteStaircase::new(per_measurement, k)?)
-                    }
-                    MechanismChoice::Gaussian => {
-                        Noise::DiscreteGaussian(DiscreteGaussian::new(per_measurement, delta, k)?)
-                    }
-                    MechanismChoice::Laplace => {
-                        Noise::Laplace(Laplace::new(per_measurement, k as f64)?)
-                    }
-                };
-                (noise, k as f64, delta)
-            }
-            Measurement::Sum { magnitude, integer } => {
-                let sensitivity = k as f64 * magnitude;
-                let delta = if gaussian { per_gaussian_delta } else { 0.0 };
-                let noise = match settings.mechanism {
-                    MechanismChoice::Auto | MechanismChoice::Staircase => {
-                        Noise::Staircase(Staircase::new(per_measurement, sensitivity)?)
-                    }
-                    MechanismChoice::Laplace => {
-                        Noise::Laplace(Laplace::new(per_measurement, sensitivity)?)
-                    }
-                    MechanismChoice::Gaussian => {
-                        Noise::Gaussian(Gaussian::new(per_measurement, delta, sensitivity)?)
-                    }
-                    MechanismChoice::Geometric if *integer && sensitivity.fract() == 0.0 => {
-                        Noise::Geometric(TwoSidedGeometric::new(
-                            per_measurement,
-                            sensitivity as u64,
-                        )?)
-                    }
-                    MechanismChoice::Geometric => {
-                        return Err(QueryError::NotPrivate(
-                            "the geometric mechanism releases integers: use it for counts and \
-                             sums of whole-number columns with whole-number bounds"
-                                .into(),
-                        ));
-                    }
-                };
-                (noise, sensitivity, delta)
-            }
+        let choice = if is_threshold {
+            MechanismChoice::Geometric
+        } else {
+            settings.mechanism
         };
-        let accuracy = noise.accuracy();
-        let mut half_width = accuracy.confidence_half_width(level[index])?;
-        if !noise.is_integer() && matches!(measurement, Measurement::Count) {
-            half_width += 0.5; // released counts are rounded
-        }
-        noises.push(PlannedNoise {
-            expected_absolute_error: accuracy.expected_absolute_error(),
-            noise,
-            epsilon: per_measurement,
-            delta,
-            sensitivity,
-            half_width,
-        });
-    }
-    let threshold = match query.threshold_measurement {
-        None => None,
-        Some(index) => {
-            let Noise::Geometric(geometric) = &noises[index].noise else {
-                unreachable!("threshold counts use the geometric")
-            };
-            // A key held by one person has count ≤ k; it is released only if
-            // its noise reaches τ − k, which happens with probability ≤ δ/k
-            // per key, so ≤ δ over the person's ≤ k keys.
-            let per_key = threshold_delta / k as f64;
-            let mut steps = 1u64;
-            while geometric.noise().tail_probability(steps - 1) / 2.0 > per_key {
-                steps += 1;
+        let delta = if choice == MechanismChoice::Gaussian {
+            delta.per_gaussian
+        } else {
+            0.0
+        };
+        let mut best: Option<PlannedNoise> = None;
+        for candidate in candidates(choice, values)? {
+            let (noise, calibration) =
+                build_noise(candidate, values, per_measurement, delta, &moved)?;
+            let rounded = matches!(measurement, Measurement::Count);
+            let planned = planned(
+                noise,
+                calibration,
+                per_measurement,
+                delta,
+                level[index],
+                rounded,
+            )?;
+            if best
+                .as_ref()
+                .is_none_or(|b| planned.expected_absolute_error < b.expected_absolute_error)
+            {
+                best = Some(planned);
             }
-            Some((k + steps) as f64)
         }
-    };
-    let total_delta = if thresholding || gaussian_count > 0 {
+        noises.extend(best);
+    }
+    let threshold = query
+        .threshold_measurement
+        .map(|index| threshold(&noises[index], query.rows_per_person, delta.threshold))
+        .transpose()?;
+    let total_delta = if query.threshold_measurement.is_some() || delta.gaussian_count > 0 {
         settings.delta
     } else {
         0.0
@@ -297,18 +347,85 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
     Ok(NoisePlan {
         noises,
         threshold,
-        threshold_delta,
+        threshold_delta: delta.threshold,
         cost: PrivacyLoss::approximate(epsilon, total_delta)?,
     })
+}
+
+fn planned(
+    noise: Noise,
+    calibration: Calibration,
+    epsilon: f64,
+    delta: f64,
+    alpha: f64,
+    rounded: bool,
+) -> Result<PlannedNoise> {
+    let accuracy = noise.accuracy();
+    let mut half_width = accuracy.confidence_half_width(alpha)?;
+    if rounded && !noise.is_integer() {
+        half_width += 0.5; // whole-number answers are rounded
+    }
+    Ok(PlannedNoise {
+        expected_absolute_error: accuracy.expected_absolute_error(),
+        noise,
+        epsilon,
+        delta,
+        sensitivity: calibration.sensitivity,
+        noise_epsilon: calibration.epsilon,
+        argument: calibration.argument,
+        half_width,
+    })
+}
+
+/// The noisy row count a key needs. A key held by one person has count ≤ k;
+/// it is released only if its noise reaches τ − k, which happens with
+/// probability ≤ δ/k per key, so ≤ δ over the person's ≤ k keys.
+fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
+    let Noise::Geometric(geometric) = &planned.noise else {
+        return Err(QueryError::NotPrivate(
+            "thresholded keys need the geometric count".into(),
+        ));
+    };
+    let per_key = delta / k as f64;
+    let mut steps = 1u64;
+    while geometric.noise().tail_probability(steps - 1) / 2.0 > per_key {
+        steps += 1;
+    }
+    Ok((k + steps) as f64)
 }
 
 /// The exact result of the rewritten plan: keys and one value per measurement.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ExactGroups {
-    /// One key per group (one string per GROUP BY column).
+    /// One key per group (one string per GROUP BY column), each once.
     pub keys: Vec<Vec<String>>,
     /// `values[g][m]`: group g's measurement m (NULL sums are 0).
     pub values: Vec<Vec<f64>>,
+}
+
+impl ExactGroups {
+    /// The groups of `rows`, merged by key. Keys are what the answer
+    /// prints: engine groups that print alike (+NaN and −NaN, say) are one
+    /// key, and their measurements add up, so that no key is released twice.
+    pub fn merged(rows: impl IntoIterator<Item = (Vec<String>, Vec<f64>)>) -> Self {
+        let mut merged = Self::default();
+        let mut index: HashMap<Vec<String>, usize> = HashMap::new();
+        for (key, values) in rows {
+            match index.get(&key) {
+                Some(&at) => {
+                    for (total, value) in merged.values[at].iter_mut().zip(values) {
+                        *total += value;
+                    }
+                }
+                None => {
+                    index.insert(key.clone(), merged.keys.len());
+                    merged.keys.push(key);
+                    merged.values.push(values);
+                }
+            }
+        }
+        merged
+    }
 }
 
 /// One cell of the answer.

@@ -46,6 +46,9 @@ pub struct Laplace {
 }
 
 impl Laplace {
+    /// Grid points per Δ (at least `2^GRID_BITS`): releases round to this grid.
+    pub const GRID_BITS: i32 = RESOLUTION_BITS;
+
     /// ε-DP Laplace noise for a query of L1 sensitivity `sensitivity`.
     pub fn new(epsilon: f64, sensitivity: f64) -> Result<Self> {
         let epsilon = require_positive("epsilon", epsilon)?;

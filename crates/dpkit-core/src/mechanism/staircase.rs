@@ -93,6 +93,9 @@ pub struct Staircase {
 }
 
 impl Staircase {
+    /// Grid points per Δ (at least `2^GRID_BITS`): releases round to this grid.
+    pub const GRID_BITS: i32 = RESOLUTION_BITS;
+
     /// ε-DP staircase noise with the L1-optimal γ.
     pub fn new(epsilon: f64, sensitivity: f64) -> Result<Self> {
         Self::with_gamma(epsilon, sensitivity, StaircaseGamma::L1Optimal)

@@ -1,7 +1,9 @@
 //! How much one person can change a query's answer.
 
 pub mod global;
+pub mod grouped;
 pub mod sampling;
 
 pub use global::{Neighbouring, Sensitivity};
+pub use grouped::{Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate};
 pub use sampling::{GaussianMixture, Norm, SampledSensitivity, sample_sensitivity};

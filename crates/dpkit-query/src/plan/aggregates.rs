@@ -1,0 +1,204 @@
+//! The aggregates: COUNT(*), COUNT(expression), SUM(expression) and
+//! AVG(expression), each measured as exact counts and exact clamped sums of
+//! total expressions.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::DFSchema;
+use datafusion::functions_aggregate::expr_fn::count;
+use datafusion::logical_expr::{Aggregate, Expr, lit, try_cast};
+
+use super::bounds::{Range, range_of};
+use super::{AggregateKind, AggregateRequest, Measurement, not_private, unalias};
+use crate::clamp::clamp_to_bounds;
+use crate::description::Description;
+use crate::error::Result;
+use crate::exact_sum::{exact_sum, round_out_to_grid, summation_grid};
+use crate::total::{Totaliser, Ty};
+
+/// The planned aggregates and what they measure.
+pub(super) struct Measured {
+    pub(super) aggregates: Vec<AggregateRequest>,
+    pub(super) measurements: Vec<Measurement>,
+    /// One expression per measurement, for the rewritten aggregate.
+    pub(super) exprs: Vec<Expr>,
+    /// Which measurements each aggregate uses.
+    pub(super) measurement_of: Vec<Vec<usize>>,
+}
+
+impl Measured {
+    fn add(&mut self, measurement: Measurement, expr: Expr) -> usize {
+        let index = self.measurements.len();
+        self.exprs
+            .push(expr.alias(format!("__dpkit_measure_{index}")));
+        self.measurements.push(measurement);
+        index
+    }
+
+    /// The noisy row count thresholded keys need: the query's own COUNT(*)
+    /// if it has one (released and thresholded, both post-processing of one
+    /// noisy value), else a count of its own.
+    pub(super) fn threshold_count(&mut self) -> usize {
+        let own = self
+            .aggregates
+            .iter()
+            .position(|a| a.kind == AggregateKind::CountRows);
+        match own {
+            Some(a) => self.measurement_of[a][0],
+            None => self.add(Measurement::Count, count(lit(1i64))),
+        }
+    }
+}
+
+/// Plans the aggregates of `aggregate` over an input with `schema`.
+pub(super) fn plan(
+    aggregate: &Aggregate,
+    schema: &DFSchema,
+    description: &Description,
+) -> Result<Measured> {
+    let mut measured = Measured {
+        aggregates: Vec::new(),
+        measurements: Vec::new(),
+        exprs: Vec::new(),
+        measurement_of: Vec::new(),
+    };
+    let mut totaliser = Totaliser::new(schema);
+    for (index, expr) in aggregate.aggr_expr.iter().enumerate() {
+        let name = aggregate
+            .schema
+            .field(aggregate.group_expr.len() + index)
+            .name()
+            .clone();
+        let (kind, mine) = one(expr, &name, &mut totaliser, description, &mut measured)?;
+        measured.measurement_of.push(mine);
+        measured.aggregates.push(AggregateRequest { name, kind });
+    }
+    Ok(measured)
+}
+
+/// How an aggregate's argument is shown in `--explain`.
+fn shown(expr: &Expr) -> String {
+    match unalias(expr) {
+        Expr::Column(column) => column.name.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn one(
+    expr: &Expr,
+    name: &str,
+    totaliser: &mut Totaliser<'_>,
+    description: &Description,
+    measured: &mut Measured,
+) -> Result<(AggregateKind, Vec<usize>)> {
+    let Expr::AggregateFunction(function) = unalias(expr) else {
+        return Err(not_private(format!(
+            "'{name}' is not an aggregate dpkit supports"
+        )));
+    };
+    let params = &function.params;
+    if params.distinct {
+        return Err(not_private("DISTINCT aggregates are not supported"));
+    }
+    if params.filter.is_some() || !params.order_by.is_empty() {
+        return Err(not_private(
+            "FILTER and ORDER BY inside aggregates are not supported: use CASE WHEN",
+        ));
+    }
+    let function_name = function.func.name().to_ascii_lowercase();
+    let argument = params.args.first().map(unalias);
+    match (function_name.as_str(), argument, params.args.len()) {
+        ("count", None, 0) => Ok(count_rows(measured)),
+        ("count", Some(Expr::Literal(value, _)), 1) if !value.is_null() => Ok(count_rows(measured)),
+        ("count", Some(argument), 1) => {
+            let total = totaliser.total(argument)?.expr;
+            let m = measured.add(Measurement::Count, count(total));
+            Ok((AggregateKind::CountColumn(shown(argument)), vec![m]))
+        }
+        ("sum" | "avg", Some(argument), 1) => {
+            sum_or_average(&function_name, argument, totaliser, description, measured)
+        }
+        ("count" | "sum" | "avg", _, _) => Err(not_private(format!(
+            "{}() takes one argument",
+            function_name.to_uppercase()
+        ))),
+        (other, _, _) => Err(not_private(format!(
+            "{}() is not supported: use COUNT, SUM or AVG",
+            other.to_uppercase()
+        ))),
+    }
+}
+
+fn count_rows(measured: &mut Measured) -> (AggregateKind, Vec<usize>) {
+    let m = measured.add(Measurement::Count, count(lit(1i64)));
+    (AggregateKind::CountRows, vec![m])
+}
+
+fn sum_or_average(
+    function_name: &str,
+    argument: &Expr,
+    totaliser: &mut Totaliser<'_>,
+    description: &Description,
+    measured: &mut Measured,
+) -> Result<(AggregateKind, Vec<usize>)> {
+    let upper = function_name.to_uppercase();
+    let range = match range_of(argument, description) {
+        Ok(Some(range)) => range,
+        Ok(None) => return Err(not_private(format!("{upper}() of NULL: nothing to add up"))),
+        Err(()) => {
+            return Err(not_private(format!(
+                "{upper}() needs a column with public bounds in the data description, or a \
+                 CASE whose results are such columns or numbers (for '{}')",
+                shown(argument)
+            )));
+        }
+    };
+    let total = totaliser.total(argument)?;
+    if !matches!(total.ty, Ty::Int | Ty::Real) {
+        return Err(not_private(format!("{upper}() needs numbers")));
+    }
+    let (bounds, exponent) = summation_bounds(range);
+    if bounds == (0.0, 0.0) {
+        return Err(not_private(format!(
+            "the bounds of '{}' are [0, 0]: nothing to add up",
+            shown(argument)
+        )));
+    }
+    let value = clamp_to_bounds(
+        try_cast(total.expr.clone(), DataType::Float64),
+        bounds.0,
+        bounds.1,
+    );
+    let sum = measured.add(
+        Measurement::Sum {
+            bounds,
+            integer: range.integer,
+        },
+        exact_sum(value, exponent),
+    );
+    let column = shown(argument);
+    if function_name == "sum" {
+        let integer = range.integer;
+        return Ok((
+            AggregateKind::Sum {
+                column,
+                bounds,
+                integer,
+            },
+            vec![sum],
+        ));
+    }
+    let count_of = measured.add(Measurement::Count, count(total.expr));
+    Ok((AggregateKind::Avg { column, bounds }, vec![sum, count_of]))
+}
+
+/// The bounds rounded out to the summation grid, and the grid's exponent.
+fn summation_bounds(range: Range) -> ((f64, f64), i32) {
+    let exponent = summation_grid(range.low.abs().max(range.high.abs()));
+    (
+        (
+            round_out_to_grid(range.low, exponent),
+            round_out_to_grid(range.high, exponent),
+        ),
+        exponent,
+    )
+}

@@ -1,0 +1,171 @@
+//! GROUP BY: which keys a query may release. Each key is a column with a
+//! public domain, a total expression of one bounded integer column (its
+//! domain is enumerated from the bounds), or, without a domain, a column
+//! whose keys are thresholded.
+
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, DFSchema};
+use datafusion::logical_expr::{Aggregate, Expr, lit, when};
+
+use super::{DomainOf, KeySelection, not_private, sql_error, unalias};
+use crate::description::{ColumnKind, Description};
+use crate::error::Result;
+use crate::total::Totaliser;
+
+/// Enough domain cells: a GROUP BY over more combinations is refused.
+const MAX_DOMAIN_CELLS: usize = 100_000;
+/// An integer column's values are enumerated to find its bins' domain.
+const MAX_ENUMERATED_VALUES: f64 = 1_000_000.0;
+
+/// The planned GROUP BY.
+pub(super) struct Keys {
+    /// Key expressions for the rewritten aggregate.
+    pub(super) exprs: Vec<Expr>,
+    /// Their names in the answer.
+    pub(super) names: Vec<String>,
+    /// How keys are chosen.
+    pub(super) selection: KeySelection,
+}
+
+/// The columns an expression reads.
+fn columns_of(expr: &Expr) -> Vec<String> {
+    let mut names: Vec<String> = expr
+        .column_refs()
+        .into_iter()
+        .map(|c| c.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Plans the GROUP BY of `aggregate` over an input with `schema`.
+pub(super) fn plan(
+    aggregate: &Aggregate,
+    schema: &DFSchema,
+    description: &Description,
+    domain_of: &mut DomainOf<'_>,
+) -> Result<Keys> {
+    let mut exprs = Vec::new();
+    let mut domains = Vec::new();
+    let mut names = Vec::new();
+    let mut totaliser = Totaliser::new(schema);
+    for (index, expr) in aggregate.group_expr.iter().enumerate() {
+        if matches!(expr, Expr::GroupingSet(_)) {
+            return Err(not_private(
+                "GROUP BY GROUPING SETS, CUBE and ROLLUP are not supported",
+            ));
+        }
+        names.push(aggregate.schema.field(index).name().clone());
+        let total = totaliser.total(expr)?.expr;
+        let (rewritten, domain) = key(expr, total, description, domain_of)?;
+        exprs.push(rewritten.alias(format!("__dpkit_key_{index}")));
+        domains.push(domain);
+    }
+    let selection = if exprs.is_empty() {
+        KeySelection::Single
+    } else if domains.iter().all(Option::is_some) {
+        KeySelection::Domain(cells(domains.into_iter().flatten().collect())?)
+    } else {
+        KeySelection::Threshold
+    };
+    Ok(Keys {
+        exprs,
+        names,
+        selection,
+    })
+}
+
+/// One key: its rewritten expression and its public domain, if it has one.
+fn key(
+    original: &Expr,
+    total: Expr,
+    description: &Description,
+    domain_of: &mut DomainOf<'_>,
+) -> Result<(Expr, Option<Vec<String>>)> {
+    let columns = columns_of(original);
+    let facts = columns.first().and_then(|c| description.column(c));
+    let bare_column = matches!(unalias(original), Expr::Column(_));
+    match (columns.as_slice(), facts) {
+        ([_], Some(facts)) if bare_column && facts.domain.is_some() => {
+            Ok((total, facts.domain.clone().map(deduplicated)))
+        }
+        ([column], Some(facts)) if facts.kind == ColumnKind::Integer && facts.bounds.is_some() => {
+            let (low, high) = facts.bounds.unwrap_or((0.0, 0.0));
+            if high - low >= MAX_ENUMERATED_VALUES || low.fract() != 0.0 || high.fract() != 0.0 {
+                return Err(not_private(format!(
+                    "GROUP BY over '{column}' needs whole-number bounds less than 10⁶ apart"
+                )));
+            }
+            let (low, high) = (low as i64, high as i64);
+            let domain = domain_of(&total, column, (low, high))?;
+            Ok((
+                clamp_column(total, column, low, high)?,
+                Some(deduplicated(domain)),
+            ))
+        }
+        ([column], _) if bare_column => {
+            if description
+                .column(column)
+                .is_some_and(|f| f.kind == ColumnKind::Real)
+            {
+                return Err(not_private(format!(
+                    "GROUP BY over the real-valued '{column}' needs bins: group by an \
+                     expression over a bounded integer column"
+                )));
+            }
+            Ok((total, None))
+        }
+        ([], _) => Err(not_private("GROUP BY a constant is not supported")),
+        _ => Err(not_private(
+            "GROUP BY takes columns, or expressions over one bounded integer column",
+        )),
+    }
+}
+
+/// Keys are compared as the answer prints them: values that print alike
+/// (+NaN and −NaN, say) are one key, released once.
+fn deduplicated(mut domain: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    domain.retain(|value| seen.insert(value.clone()));
+    domain
+}
+
+/// `expr` with `column` clamped to `[low, high]`, so that its values stay in
+/// the enumerated domain.
+fn clamp_column(expr: Expr, column: &str, low: i64, high: i64) -> Result<Expr> {
+    let value = Expr::Column(Column::new_unqualified(column));
+    let clamped = when(value.clone().lt(lit(low)), lit(low))
+        .when(value.clone().gt(lit(high)), lit(high))
+        .otherwise(value)
+        .map_err(sql_error)?;
+    expr.transform(|e| match e {
+        Expr::Column(c) if c.name == column => Ok(Transformed::yes(clamped.clone())),
+        other => Ok(Transformed::no(other)),
+    })
+    .map(|t| t.data)
+    .map_err(sql_error)
+}
+
+/// Every combination of the domains.
+fn cells(domains: Vec<Vec<String>>) -> Result<Vec<Vec<String>>> {
+    let mut cells: Vec<Vec<String>> = vec![vec![]];
+    for domain in &domains {
+        if cells.len().saturating_mul(domain.len()) > MAX_DOMAIN_CELLS {
+            return Err(not_private(format!(
+                "the GROUP BY domains have more than {MAX_DOMAIN_CELLS} combinations"
+            )));
+        }
+        cells = cells
+            .iter()
+            .flat_map(|cell| {
+                domain.iter().map(move |value| {
+                    let mut next = cell.clone();
+                    next.push(value.clone());
+                    next
+                })
+            })
+            .collect();
+    }
+    Ok(cells)
+}

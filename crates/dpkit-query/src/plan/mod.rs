@@ -1,0 +1,262 @@
+//! From SQL to a private plan: the query's logical plan is checked node by
+//! node and rewritten into one that computes only clamped exact aggregates
+//! of total expressions (see [`crate::total`]) over the typed, per-person
+//! capped table (see `source`). dpkit then adds the noise to that small
+//! result.
+//!
+//! The steps, one module each: `input` rewrites what is below the
+//! aggregate (filters and subqueries), `keys` the GROUP BY, `aggregates`
+//! the aggregates (with `bounds` for the bounds of an aggregate's
+//! argument), and `outputs` the SELECT list, ORDER BY and LIMIT.
+
+mod aggregates;
+mod bounds;
+mod input;
+mod keys;
+mod outputs;
+
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, LogicalPlanBuilder, SortExpr};
+
+use crate::description::Description;
+use crate::error::{QueryError, Result};
+
+/// What one released aggregate is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggregateKind {
+    /// `COUNT(*)`: rows.
+    CountRows,
+    /// `COUNT(expression)`: rows where the expression is not NULL.
+    CountColumn(String),
+    /// `SUM(expression)` with the values clamped to public bounds.
+    Sum {
+        /// The summed column or expression.
+        column: String,
+        /// Its public bounds (from the description and the query's literals).
+        bounds: (f64, f64),
+        /// Whether it holds whole numbers (integer noise can be used).
+        integer: bool,
+    },
+    /// `AVG(expression)`: a noisy sum over a noisy count, clamped to the bounds.
+    Avg {
+        /// The averaged column or expression.
+        column: String,
+        /// Its public bounds.
+        bounds: (f64, f64),
+    },
+}
+
+/// One aggregate of the SELECT list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateRequest {
+    /// The output column's name.
+    pub name: String,
+    /// What it computes.
+    pub kind: AggregateKind,
+}
+
+/// One exact quantity the rewritten plan computes per group, which dpkit
+/// releases with noise.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measurement {
+    /// A number of rows.
+    Count,
+    /// An exact sum of values clamped to `bounds` (each a multiple of the
+    /// summation grid, so that rounding to it stays within them).
+    Sum {
+        /// The bounds every summed value lies within.
+        bounds: (f64, f64),
+        /// Whether the summed values are whole numbers.
+        integer: bool,
+    },
+}
+
+impl Measurement {
+    /// What one row can add to it, for dpkit-core's accounting.
+    pub fn row_values(&self) -> dpkit_core::sensitivity::RowValues {
+        match self {
+            Self::Count => dpkit_core::sensitivity::RowValues::Count,
+            Self::Sum { bounds, integer } => dpkit_core::sensitivity::RowValues::Bounded {
+                lower: bounds.0,
+                upper: bounds.1,
+                integer: *integer,
+            },
+        }
+    }
+}
+
+/// How the released group keys are chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeySelection {
+    /// No GROUP BY: one row.
+    Single,
+    /// Every combination of the public domains, whether or not in the data.
+    Domain(Vec<Vec<String>>),
+    /// Keys seen in the data whose noisy row count passes a threshold (costs δ).
+    Threshold,
+}
+
+/// One column of the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputColumn {
+    /// Group key number i.
+    Group(usize),
+    /// Aggregate number i.
+    Aggregate(usize),
+}
+
+/// A query dpkit can answer privately.
+#[derive(Debug, Clone)]
+pub struct PrivateQuery {
+    /// The SQL as given.
+    pub sql: String,
+    /// Group key names, in GROUP BY order.
+    pub group_names: Vec<String>,
+    /// The aggregates, in SELECT order.
+    pub aggregates: Vec<AggregateRequest>,
+    /// The answer's columns, in SELECT order.
+    pub outputs: Vec<(String, OutputColumn)>,
+    /// Measurements, in the rewritten plan's column order after the keys;
+    /// `measurement_of[i]` lists aggregate i's measurements.
+    pub measurements: Vec<Measurement>,
+    /// Which measurements each aggregate uses.
+    pub measurement_of: Vec<Vec<usize>>,
+    /// The measurement used to threshold keys, if any.
+    pub threshold_measurement: Option<usize>,
+    /// How keys are chosen.
+    pub keys: KeySelection,
+    /// ORDER BY on answer columns: (output index, ascending).
+    pub order_by: Vec<(usize, bool)>,
+    /// LIMIT on the answer.
+    pub limit: Option<usize>,
+    /// The rewritten plan: keys, then one column per measurement.
+    pub plan: LogicalPlan,
+    /// Rows per person.
+    pub rows_per_person: u64,
+    /// Which neighbouring tables the ε holds for.
+    pub neighbouring: dpkit_core::sensitivity::Neighbouring,
+    /// A public upper bound on any count (the declared number of people).
+    pub count_ceiling: Option<f64>,
+}
+
+fn not_private(reason: impl Into<String>) -> QueryError {
+    QueryError::NotPrivate(reason.into())
+}
+
+fn sql_error(error: impl std::fmt::Display) -> QueryError {
+    QueryError::Sql(error.to_string())
+}
+
+/// Strips aliases.
+fn unalias(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Alias(alias) => unalias(&alias.expr),
+        other => other,
+    }
+}
+
+/// The SELECT's pieces, peeled off the logical plan.
+struct Shape<'a> {
+    projection: &'a [Expr],
+    aggregate: &'a Aggregate,
+    sort: Option<&'a [SortExpr]>,
+    limit: Option<usize>,
+}
+
+fn peel(plan: &LogicalPlan) -> Result<Shape<'_>> {
+    let mut node = plan;
+    let mut limit = None;
+    let mut sort = None;
+    if let LogicalPlan::Limit(l) = node {
+        if l.skip.is_some() {
+            return Err(not_private("OFFSET is not supported"));
+        }
+        limit = match l.fetch.as_deref() {
+            None => None,
+            Some(Expr::Literal(ScalarValue::Int64(Some(n)), _)) if *n >= 0 => Some(*n as usize),
+            Some(_) => return Err(not_private("LIMIT must be a whole number")),
+        };
+        node = &l.input;
+    }
+    if let LogicalPlan::Sort(s) = node {
+        if let Some(fetch) = s.fetch {
+            limit = Some(limit.map_or(fetch, |l: usize| l.min(fetch)));
+        }
+        sort = Some(s.expr.as_slice());
+        node = &s.input;
+    }
+    let LogicalPlan::Projection(projection) = node else {
+        return Err(not_private(
+            "dpkit answers SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM or AVG",
+        ));
+    };
+    let LogicalPlan::Aggregate(aggregate) = projection.input.as_ref() else {
+        return match projection.input.as_ref() {
+            LogicalPlan::Filter(_) if has_aggregate_below(&projection.input) => Err(not_private(
+                "HAVING is not supported: it would filter on exact aggregates",
+            )),
+            LogicalPlan::Sort(_) => Err(not_private("ORDER BY must name columns of the answer")),
+            _ => Err(not_private(
+                "every query must aggregate (COUNT, SUM, AVG): dpkit never releases rows",
+            )),
+        };
+    };
+    Ok(Shape {
+        projection: &projection.expr,
+        aggregate,
+        sort,
+        limit,
+    })
+}
+
+fn has_aggregate_below(plan: &LogicalPlan) -> bool {
+    matches!(plan, LogicalPlan::Aggregate(_))
+        || plan.inputs().iter().any(|p| has_aggregate_below(p))
+}
+
+/// Evaluates a GROUP BY expression over every value of one bounded integer
+/// column (its name and bounds), giving the public domain of its bins.
+pub(crate) type DomainOf<'a> = dyn FnMut(&Expr, &str, (i64, i64)) -> Result<Vec<String>> + 'a;
+
+/// Plans `sql` privately against `description`; `domain_of` evaluates a
+/// GROUP BY expression over every value of one bounded integer column.
+pub(crate) fn plan_private(
+    sql: &str,
+    logical: &LogicalPlan,
+    description: &Description,
+    view: &LogicalPlan,
+    domain_of: &mut DomainOf<'_>,
+) -> Result<PrivateQuery> {
+    let shape = peel(logical)?;
+    let aggregate = shape.aggregate;
+    let input = input::rewrite(&aggregate.input, &description.table, view)?;
+    let keys = keys::plan(aggregate, input.schema(), description, domain_of)?;
+    let mut measured = aggregates::plan(aggregate, input.schema(), description)?;
+    let threshold_measurement =
+        (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
+    let (outputs, order_by) = outputs::plan(&shape, aggregate, &mut measured.aggregates)?;
+    let plan = LogicalPlanBuilder::from(input)
+        .aggregate(keys.exprs, measured.exprs)
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(sql_error)?;
+    let rows_per_person = description.privacy_unit.rows_per_person();
+    Ok(PrivateQuery {
+        sql: sql.to_string(),
+        group_names: keys.names,
+        aggregates: measured.aggregates,
+        outputs,
+        measurements: measured.measurements,
+        measurement_of: measured.measurement_of,
+        threshold_measurement,
+        keys: keys.selection,
+        order_by,
+        limit: shape.limit,
+        plan,
+        rows_per_person,
+        neighbouring: dpkit_core::sensitivity::Neighbouring::AddRemove,
+        count_ceiling: description
+            .public_rows
+            .and_then(|people| people.checked_mul(rows_per_person))
+            .map(|rows| rows as f64),
+    })
+}

@@ -1,0 +1,55 @@
+//! The answer's columns (GROUP BY keys and aggregates, in SELECT order),
+//! ORDER BY over them and LIMIT.
+
+use datafusion::logical_expr::{Aggregate, Expr};
+
+use super::{AggregateRequest, OutputColumn, Shape, not_private, sql_error, unalias};
+use crate::error::Result;
+
+/// The answer's columns and its ORDER BY (output index, ascending).
+pub(super) type Outputs = (Vec<(String, OutputColumn)>, Vec<(usize, bool)>);
+
+/// Plans the SELECT list and ORDER BY; aggregates take their shown names.
+pub(super) fn plan(
+    shape: &Shape<'_>,
+    aggregate: &Aggregate,
+    aggregates: &mut [AggregateRequest],
+) -> Result<Outputs> {
+    let mut outputs = Vec::new();
+    for expr in shape.projection {
+        let Expr::Column(column) = unalias(expr) else {
+            return Err(not_private(
+                "the SELECT list takes GROUP BY keys and aggregates, not expressions over them",
+            ));
+        };
+        let position = aggregate
+            .schema
+            .index_of_column(column)
+            .map_err(sql_error)?;
+        let output = if position < aggregate.group_expr.len() {
+            OutputColumn::Group(position)
+        } else {
+            OutputColumn::Aggregate(position - aggregate.group_expr.len())
+        };
+        let shown = match expr {
+            Expr::Alias(alias) => alias.name.clone(),
+            _ => column.name.clone(),
+        };
+        if let OutputColumn::Aggregate(a) = output {
+            aggregates[a].name = shown.clone();
+        }
+        outputs.push((shown, output));
+    }
+    let mut order_by = Vec::new();
+    for sort in shape.sort.unwrap_or_default() {
+        let Expr::Column(column) = unalias(&sort.expr) else {
+            return Err(not_private("ORDER BY must name columns of the answer"));
+        };
+        let position = outputs
+            .iter()
+            .position(|(name, _)| name == &column.name)
+            .ok_or_else(|| not_private("ORDER BY must name columns of the answer"))?;
+        order_by.push((position, sort.asc));
+    }
+    Ok((outputs, order_by))
+}

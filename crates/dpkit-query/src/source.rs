@@ -1,0 +1,242 @@
+//! The table queries see: the data file read with the types the description
+//! declares, and at most `max_rows_per_person` rows of each person.
+//!
+//! Both are decided here, below anything a query can write:
+//! - **Types come from the description, never from the data.** DataFusion
+//!   would infer a CSV schema from the first rows, so one person's `90.5` or
+//!   `NA` would change a column's type (and with it which queries plan, and
+//!   what they answer). The file is read as text and each described column
+//!   is `TRY_CAST` to its declared type: a value that does not parse is
+//!   NULL. Columns the description does not list are text.
+//! - **The per-person cap is applied on the scan**, by the described id
+//!   column, before any filter or subquery of the query: a query that
+//!   renames or recomputes the id (`random() AS pid`) cannot switch it off.
+//!   Rows without an id belong to no one and are left out.
+//!
+//! The query names the capped, typed table; the raw file is registered
+//! under a name queries are refused from reading.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::catalog::TableProvider;
+use datafusion::common::Column;
+use datafusion::logical_expr::{Expr, ExprFunctionExt, LogicalPlan, lit, try_cast};
+use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
+
+use crate::description::{ColumnKind, Description, FileFormat, PrivacyUnit};
+use crate::error::{QueryError, Result};
+
+/// The raw file's table name (queries naming it are refused).
+pub(crate) fn raw_table_name(table: &str) -> String {
+    format!("__dpkit_raw_{table}")
+}
+
+/// The longest header row read.
+const MAX_HEADER_BYTES: u64 = 1 << 20;
+const ROW_NUMBER: &str = "__dpkit_row_of_person";
+
+fn data_error(reason: impl Into<String>) -> QueryError {
+    QueryError::Data(reason.into())
+}
+
+/// The Arrow type of a declared column kind.
+pub(crate) fn declared_type(kind: ColumnKind) -> DataType {
+    match kind {
+        ColumnKind::Integer => DataType::Int64,
+        ColumnKind::Real => DataType::Float64,
+        ColumnKind::Text => DataType::Utf8,
+    }
+}
+
+/// The column names of a CSV header row (RFC 4180 quoting).
+fn parse_header(line: &str) -> Vec<String> {
+    let line = line
+        .trim_start_matches('\u{feff}')
+        .trim_end_matches(['\r', '\n']);
+    let mut names = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                current.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => names.push(std::mem::take(&mut current)),
+            (c, _) => current.push(c),
+        }
+    }
+    names.push(current);
+    names
+}
+
+/// The header row of `path`.
+pub(crate) fn csv_header(path: &Path) -> Result<Vec<String>> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| data_error(format!("cannot read {}: {e}", path.display())))?;
+    let mut line = String::new();
+    BufReader::new(file)
+        .take(MAX_HEADER_BYTES)
+        .read_line(&mut line)
+        .map_err(|_| data_error(format!("{}: the header row is not UTF-8", path.display())))?;
+    if line.trim().is_empty() {
+        return Err(data_error(format!(
+            "{}: no header row (the first line must name the columns)",
+            path.display()
+        )));
+    }
+    Ok(parse_header(&line))
+}
+
+/// Refuses a description whose columns the file does not have. The message
+/// names only described columns: a file without a header would otherwise
+/// put a row of data into it.
+fn check_columns(description: &Description, names: &[String]) -> Result<()> {
+    let mut sorted: Vec<&String> = names.iter().collect();
+    sorted.sort();
+    if sorted.windows(2).any(|w| w[0] == w[1]) || names.iter().any(String::is_empty) {
+        return Err(QueryError::Description(
+            "the data file's header has an empty or repeated column name".into(),
+        ));
+    }
+    let missing: Vec<&str> = description
+        .columns
+        .keys()
+        .filter(|c| !names.contains(c))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(QueryError::Description(format!(
+            "the data file has no column named {} (is its first line a header row?)",
+            missing
+                .iter()
+                .map(|m| format!("'{m}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Registers the description's file, typed and capped, under its table name.
+pub(crate) async fn register_file(
+    context: &SessionContext,
+    description: &Description,
+) -> Result<LogicalPlan> {
+    let raw = raw_table_name(&description.table);
+    let path = description.file.to_string_lossy().into_owned();
+    let unreadable = |_| data_error(format!("cannot read {path} as {:?}", description.format));
+    match description.format {
+        FileFormat::Csv => {
+            let names = csv_header(&description.file)?;
+            check_columns(description, &names)?;
+            let schema = Schema::new(
+                names
+                    .iter()
+                    .map(|n| Field::new(n, DataType::Utf8, true))
+                    .collect::<Vec<_>>(),
+            );
+            let extension = description
+                .file
+                .extension()
+                .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+            let options = CsvReadOptions::new()
+                .has_header(true)
+                .schema(&schema)
+                .file_extension(&extension);
+            context
+                .register_csv(raw.as_str(), &path, options)
+                .await
+                .map_err(unreadable)?;
+        }
+        FileFormat::Parquet => {
+            context
+                .register_parquet(raw.as_str(), &path, ParquetReadOptions::default())
+                .await
+                .map_err(unreadable)?;
+        }
+    }
+    register_view(context, description).await
+}
+
+/// Registers `provider` as the raw table, then the typed, capped view of it.
+pub(crate) async fn register_provider(
+    context: &SessionContext,
+    description: &Description,
+    provider: Arc<dyn TableProvider>,
+) -> Result<LogicalPlan> {
+    context
+        .register_table(raw_table_name(&description.table).as_str(), provider)
+        .map_err(|e| data_error(e.to_string()))?;
+    register_view(context, description).await
+}
+
+fn column(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+/// Registers the view and returns its plan: the planner inlines it into
+/// queries, where `plan::input` recognises it.
+async fn register_view(context: &SessionContext, description: &Description) -> Result<LogicalPlan> {
+    let failed = |e: datafusion::error::DataFusionError| data_error(e.to_string());
+    let raw = context
+        .table(raw_table_name(&description.table).as_str())
+        .await
+        .map_err(failed)?;
+    let names: Vec<String> = raw
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    check_columns(description, &names)?;
+    let typed: Vec<Expr> = names
+        .iter()
+        .map(|name| {
+            let kind = description
+                .column(name)
+                .map_or(ColumnKind::Text, |f| f.kind);
+            try_cast(column(name), declared_type(kind)).alias(name)
+        })
+        .collect();
+    let mut view = raw.select(typed).map_err(failed)?;
+    if let PrivacyUnit::Id {
+        column: id,
+        max_rows,
+    } = &description.privacy_unit
+    {
+        let numbered = datafusion::functions_window::expr_fn::row_number()
+            .partition_by(vec![column(id)])
+            .build()
+            .map_err(failed)?
+            .alias(ROW_NUMBER);
+        let limit = i64::try_from(*max_rows).unwrap_or(i64::MAX);
+        view = view
+            .filter(column(id).is_not_null())
+            .and_then(|v| v.window(vec![numbered]))
+            .and_then(|v| v.filter(column(ROW_NUMBER).lt_eq(lit(limit))))
+            .and_then(|v| v.select(names.iter().map(|n| column(n)).collect::<Vec<Expr>>()))
+            .map_err(failed)?;
+    }
+    let plan = view.logical_plan().clone();
+    context
+        .register_table(description.table.as_str(), view.into_view())
+        .map_err(failed)?;
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_header;
+
+    #[test]
+    fn headers_follow_csv_quoting() {
+        assert_eq!(parse_header("a,b-c,\"d,e\"\r\n"), ["a", "b-c", "d,e"]);
+        assert_eq!(parse_header("\u{feff}x,\"y\"\"z\""), ["x", "y\"z"]);
+    }
+}

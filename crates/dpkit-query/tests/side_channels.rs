@@ -1,0 +1,276 @@
+//! Attacks on the query path, each written as a test that fails when its
+//! hole is put back: failures that depend on one row, the per-person cap
+//! switched off from FROM, types guessed from the data, keys that print
+//! alike, staircase noise charged once over several groups, floating-point
+//! sums that move by more than the bound, expressions deep enough to
+//! overflow the stack.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use dpkit_query::release::{Cell, ExactGroups, plan_noise};
+use dpkit_query::{MechanismChoice, QueryError, ReleaseSettings};
+use fixture::Fixture;
+
+/// Four people; "dan" is the one the attacker targets.
+const PEOPLE: &str = "id,age,name,salary,score\n\
+    1,30,ann,1000,0.5\n\
+    2,45,bob,2000,1.5\n\
+    3,0,cat,-5,NaN\n\
+    4,90,dan,9223372036854775807,-inf\n";
+
+fn description(unit: &str) -> String {
+    format!(
+        "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\n{unit}\n[budget]\nepsilon = 1000.0\n\
+         [columns.id]\ntype = \"integer\"\n\
+         [columns.age]\ntype = \"integer\"\nbounds = [0, 120]\n\
+         [columns.name]\ntype = \"text\"\n\
+         [columns.salary]\ntype = \"integer\"\nbounds = [0, 10000]\n\
+         [columns.score]\ntype = \"real\"\nbounds = [-2199023255552, 2199023255552]\n"
+    )
+}
+
+fn table(name: &str, csv: &str, unit: &str) -> Fixture {
+    Fixture::new(name, "t.csv", csv, &description(unit), 1000.0)
+}
+
+fn without_dan() -> String {
+    PEOPLE
+        .lines()
+        .filter(|l| !l.contains("dan"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// What an outcome shows an analyst, with the noise left out.
+fn outcome(sql: &str, result: &dpkit_query::Result<dpkit_query::ReleasedTable>) -> String {
+    match result {
+        Ok(answer) => format!("answered {} row(s)", answer.rows.len()),
+        Err(QueryError::NotPrivate(reason)) => format!("refused: {reason}"),
+        Err(QueryError::Sql(reason)) => format!("SQL: {reason}"),
+        Err(other) => panic!("{sql}: a data-dependent failure: {other}"),
+    }
+}
+
+#[test]
+fn no_query_fails_only_because_of_one_persons_row() {
+    let with = table("oracle-with", PEOPLE, "kind = \"row\"");
+    let without = table("oracle-without", &without_dan(), "kind = \"row\"");
+    let oracles = [
+        "CASE WHEN name = 'dan' AND age <= 90 THEN 1/(age-age) ELSE 1 END = 1",
+        "CASE WHEN name = 'dan' THEN age % (age-age) ELSE 1 END = 1",
+        "CASE WHEN name = 'dan' THEN 1.0/(age-age) ELSE 1 END = 1",
+        "CAST(CASE WHEN name = 'dan' THEN 'x' ELSE '1' END AS INT) = 1",
+        "CAST(name AS BIGINT) IS NULL",
+        "CAST(score AS BIGINT) > 0",
+        "arrow_cast(name, 'Int64') = 1",
+        "to_timestamp(name) IS NULL",
+        "name ~ '('",
+        "name ~ 'd.n'",
+        "name LIKE 'd%\\'",
+        "salary * 2 > 0",
+        "salary + 1 > 0",
+        "-(salary - 9223372036854775807 - 2) > 0",
+        "abs(salary - 9223372036854775807 - 9223372036854775807) > 0",
+        "length(repeat(name, age)) > 0",
+        "substr(name, 1, age - 91) = 'x'",
+        "substr(name, 1, -1) = 'x'",
+        "left(name, 2) = 'da'",
+        "sqrt(CAST(age AS DOUBLE) - 50) > 1",
+        "power(age, 100) > 1",
+        "age > 1/0",
+        "random() < 0.5",
+        "concat(name, name, name) = 'dandandan'",
+        "greatest(age, salary) > 100",
+        "CASE WHEN name = 'dan' THEN CAST('1e400' AS DOUBLE) ELSE 0 END > 1",
+    ];
+    for predicate in oracles {
+        for sql in [
+            format!("SELECT COUNT(*) FROM t WHERE {predicate}"),
+            format!("SELECT COUNT(CASE WHEN {predicate} THEN 1 END) FROM t"),
+        ] {
+            let a = outcome(&sql, &with.answer(&sql, 1.0, 1));
+            let b = outcome(&sql, &without.answer(&sql, 1.0, 1));
+            assert_eq!(a, b, "{sql}");
+        }
+    }
+}
+
+#[test]
+fn conditional_aggregates_are_answered() {
+    let t = table("conditional", PEOPLE, "kind = \"row\"");
+    let answer = t
+        .answer(
+            "SELECT COUNT(CASE WHEN age > 40 THEN 1 END) AS older, \
+             SUM(CASE WHEN name <> 'cat' THEN salary ELSE 0 END) AS paid FROM t",
+            400.0,
+            3,
+        )
+        .unwrap();
+    let values: Vec<f64> = answer.rows[0]
+        .iter()
+        .map(|c| match c {
+            Cell::Value { value, .. } => *value,
+            Cell::Key(_) => f64::NAN,
+        })
+        .collect();
+    assert!((values[0] - 2.0).abs() <= 1.0, "{values:?}");
+    // ann 1000 + bob 2000 + dan clamped to 10000.
+    assert!((values[1] - 13000.0).abs() < 500.0, "{values:?}");
+}
+
+#[test]
+fn the_per_person_cap_applies_on_the_scan_whatever_from_says() {
+    let mut csv = String::from("id,age,name,salary,score\n");
+    for _ in 0..30 {
+        csv.push_str("7,90,zed,1,1\n");
+    }
+    csv.push_str("8,40,amy,1,1\n");
+    let t = table(
+        "cap",
+        &csv,
+        "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 1",
+    );
+    for sql in [
+        "SELECT COUNT(*) FROM (SELECT age, age AS id FROM t) s WHERE age = 90",
+        "SELECT COUNT(*) FROM (SELECT age, name AS id FROM t) AS s WHERE age = 90",
+        "SELECT COUNT(*) FROM t WHERE age = 90",
+    ] {
+        let answer = t.answer(sql, 200.0, 5).unwrap();
+        let Cell::Value { value, .. } = answer.rows[0][0] else {
+            panic!()
+        };
+        assert!(value <= 2.0, "{sql}: one person counted {value} times");
+    }
+    let refused = t.answer(
+        "SELECT COUNT(*) FROM (SELECT age, random() AS pid FROM t) s WHERE age = 90",
+        1.0,
+        5,
+    );
+    assert!(
+        matches!(refused, Err(QueryError::NotPrivate(_))),
+        "{refused:?}"
+    );
+    let raw = t.answer("SELECT COUNT(*) FROM __dpkit_raw_t", 1.0, 5);
+    assert!(matches!(raw, Err(QueryError::Sql(_))), "{raw:?}");
+}
+
+#[test]
+fn column_types_come_from_the_description_not_the_data() {
+    let odd = PEOPLE.replace("1,30,ann", "1,90.5,ann");
+    let plain = table("types-plain", PEOPLE, "kind = \"row\"");
+    let oddly = table("types-odd", &odd, "kind = \"row\"");
+    let settings = fixture::settings(1.0, 0.0);
+    for sql in [
+        "SELECT SUM(age) FROM t",
+        "SELECT age / 10 AS decade, COUNT(*) FROM t GROUP BY age / 10",
+        "SELECT COUNT(*) FROM t WHERE age > 40",
+    ] {
+        let a = plain.engine.explain(sql, &settings).unwrap();
+        let b = oddly.engine.explain(sql, &settings).unwrap();
+        assert_eq!(a, b, "{sql}: the plan depends on one row");
+    }
+    let exact = |f: &Fixture| {
+        let query = f.engine.plan("SELECT COUNT(age) FROM t").unwrap();
+        f.engine.exact(&query).unwrap().values[0][0]
+    };
+    assert_eq!(exact(&plain), 4.0);
+    assert_eq!(exact(&oddly), 3.0, "the value that does not parse is NULL");
+}
+
+#[test]
+fn keys_that_print_alike_are_released_once() {
+    let t = table("nan-keys", PEOPLE, "kind = \"row\"");
+    let key = "CASE WHEN age < 50 THEN acos(CAST(age AS DOUBLE)) \
+               ELSE -acos(CAST(age AS DOUBLE)) END";
+    let sql = format!("SELECT {key} AS k, COUNT(*) AS n FROM t GROUP BY {key}");
+    let answer = t.answer(&sql, 1.0, 9).unwrap();
+    let mut keys: Vec<String> = answer
+        .rows
+        .iter()
+        .map(|row| match &row[0] {
+            Cell::Key(k) => k.clone(),
+            Cell::Value { .. } => panic!(),
+        })
+        .collect();
+    let released = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), released, "a key was released twice: {keys:?}");
+    let merged = ExactGroups::merged([
+        (vec!["NaN".to_string()], vec![2.0]),
+        (vec!["NaN".to_string()], vec![3.0]),
+    ]);
+    assert_eq!((merged.keys.len(), merged.values[0][0]), (1, 5.0));
+}
+
+#[test]
+fn staircase_noise_over_groups_divides_epsilon_by_the_groups_one_person_moves() {
+    let settings = ReleaseSettings {
+        mechanism: MechanismChoice::Staircase,
+        ..fixture::settings(1.0, 1e-6)
+    };
+    for (k, share) in [(1u64, 1.0), (2, 0.5), (3, 1.0 / 3.0)] {
+        let t = table(
+            &format!("staircase-{k}"),
+            PEOPLE,
+            &format!("kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = {k}"),
+        );
+        let grouped = t
+            .engine
+            .plan("SELECT name, SUM(score) FROM t GROUP BY name")
+            .unwrap();
+        let noise = plan_noise(&grouped, &settings).unwrap();
+        let measured = noise.noises[0].epsilon; // ε/2: the sum and the threshold's count
+        assert!(
+            (noise.noises[0].noise_epsilon - measured * share).abs() < 1e-12,
+            "k = {k}"
+        );
+        assert_eq!(noise.cost.epsilon(), 1.0);
+        let single = t.engine.plan("SELECT SUM(score) FROM t").unwrap();
+        let noise = plan_noise(&single, &settings).unwrap();
+        assert_eq!(noise.noises[0].noise_epsilon, 1.0, "one value keeps its ε");
+    }
+}
+
+#[test]
+fn sums_are_exact_however_the_magnitudes_are_crafted() {
+    // Values near 2^40 with small parts that a floating-point sum rounds
+    // away in an order-dependent way.
+    let big = 2f64.powi(40);
+    let mut csv = String::from("id,age,name,salary,score\n");
+    let mut steps: i128 = 0;
+    let grid = 1.0; // bounds of 2^41 sum on a grid of 1 (never coarser)
+    for i in 0..2000 {
+        let value = if i % 2 == 0 { big + 0.5 } else { -big + 0.75 };
+        steps += (value / grid + 0.5).floor() as i128;
+        csv.push_str(&format!("{i},1,x,1,{value}\n"));
+    }
+    let t = table("fp-sum", &csv, "kind = \"row\"");
+    let query = t.engine.plan("SELECT SUM(score) FROM t").unwrap();
+    let exact = t.engine.exact(&query).unwrap().values[0][0];
+    assert_eq!(exact, steps as f64 * grid);
+}
+
+#[test]
+fn deep_expressions_are_refused_without_overflowing_the_stack() {
+    let t = table("deep", PEOPLE, "kind = \"row\"");
+    for depth in [100, 5_000, 30_000] {
+        let chain = vec!["age"; depth].join(" + ");
+        let nested = format!("{}age{}", "(".repeat(depth), ")".repeat(depth));
+        for predicate in [format!("{chain} > 0"), format!("{nested} > 0")] {
+            let sql = format!("SELECT COUNT(*) FROM t WHERE {predicate}");
+            let error = t.answer(&sql, 1.0, 1).unwrap_err();
+            assert!(
+                matches!(error, QueryError::NotPrivate(_) | QueryError::Sql(_)),
+                "{error}"
+            );
+        }
+    }
+    assert_eq!(
+        t.ledger.state().unwrap().queries,
+        0,
+        "refusals spend nothing"
+    );
+}

@@ -1,0 +1,61 @@
+//! A temporary folder with one data file and its description, an engine
+//! over it and a ledger. Shared by the query crate's tests (`#[path]`).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use dpkit_core::rng::InsecureSeededRng;
+use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+
+/// Settings with the automatic mechanism and 95% intervals.
+pub fn settings(epsilon: f64, delta: f64) -> ReleaseSettings {
+    ReleaseSettings {
+        epsilon,
+        delta,
+        mechanism: MechanismChoice::Auto,
+        confidence: 0.95,
+    }
+}
+
+/// A temporary folder with one data file, its description, an engine over
+/// it and a ledger granting `budget`; removed when dropped.
+pub struct Fixture {
+    pub folder: PathBuf,
+    pub engine: QueryEngine,
+    pub ledger: Ledger,
+}
+
+impl Fixture {
+    /// Writes `data` to `file` and opens `description` (TOML naming `file`).
+    pub fn new(name: &str, file: &str, data: &str, description: &str, budget: f64) -> Self {
+        let folder =
+            std::env::temp_dir().join(format!("dpkit-query-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join(file), data).unwrap();
+        let description = Description::from_toml(description, &folder).unwrap();
+        let engine = QueryEngine::open(description).unwrap();
+        let ledger = Ledger::open(&folder.join("ledger.sqlite"), budget, 0.0).unwrap();
+        Self {
+            folder,
+            engine,
+            ledger,
+        }
+    }
+
+    pub fn answer(
+        &self,
+        sql: &str,
+        epsilon: f64,
+        seed: u64,
+    ) -> dpkit_query::Result<dpkit_query::ReleasedTable> {
+        let mut rng = InsecureSeededRng::from_seed_for_testing(seed);
+        self.engine
+            .answer(sql, &settings(epsilon, 0.0), &self.ledger, &mut rng)
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}

@@ -22,6 +22,7 @@
 //! println!("{}", answer.to_text());
 //! ```
 
+pub mod audit;
 mod clamp;
 pub mod description;
 pub mod engine;
@@ -30,6 +31,8 @@ mod exact_sum;
 pub mod ledger;
 pub mod output;
 pub mod plan;
+#[cfg(feature = "planted-holes")]
+pub mod planted;
 pub mod release;
 mod source;
 pub mod total;

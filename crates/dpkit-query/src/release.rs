@@ -256,6 +256,18 @@ fn build_noise(
         (M::Gaussian, true) => (LossGrowth::Gaussian, None),
         (M::Gaussian, false) => (LossGrowth::Gaussian, Some(GAUSSIAN_GRID_BITS)),
     };
+    #[cfg(feature = "planted-holes")]
+    let planted;
+    #[cfg(feature = "planted-holes")]
+    let moved = if crate::planted::is_planted(crate::planted::Hole::StaircaseChargedOnce) {
+        planted = GroupedSensitivity {
+            groups_moved: 1,
+            ..*moved
+        };
+        &planted
+    } else {
+        moved
+    };
     let c = calibrate(growth, epsilon, moved, bits)?;
     let whole = || c.sensitivity.ceil() as u64;
     let noise = match (choice, integer) {
@@ -411,7 +423,15 @@ impl ExactGroups {
         let mut merged = Self::default();
         let mut index: HashMap<Vec<String>, usize> = HashMap::new();
         for (key, values) in rows {
-            match index.get(&key) {
+            #[cfg(feature = "planted-holes")]
+            let key_seen = if crate::planted::is_planted(crate::planted::Hole::RepeatedKeys) {
+                None
+            } else {
+                index.get(&key)
+            };
+            #[cfg(not(feature = "planted-holes"))]
+            let key_seen = index.get(&key);
+            match key_seen {
                 Some(&at) => {
                     for (total, value) in merged.values[at].iter_mut().zip(values) {
                         *total += value;

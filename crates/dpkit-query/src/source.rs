@@ -132,6 +132,14 @@ pub(crate) async fn register_file(
     let path = description.file.to_string_lossy().into_owned();
     let unreadable = |_| data_error(format!("cannot read {path} as {:?}", description.format));
     match description.format {
+        #[cfg(feature = "planted-holes")]
+        FileFormat::Csv if crate::planted::is_planted(crate::planted::Hole::InferredTypes) => {
+            let options = CsvReadOptions::new().has_header(true);
+            context
+                .register_csv(raw.as_str(), &path, options)
+                .await
+                .map_err(unreadable)?;
+        }
         FileFormat::Csv => {
             let names = csv_header(&description.file)?;
             check_columns(description, &names)?;
@@ -201,14 +209,25 @@ async fn register_view(context: &SessionContext, description: &Description) -> R
             let kind = description
                 .column(name)
                 .map_or(ColumnKind::Text, |f| f.kind);
+            #[cfg(feature = "planted-holes")]
+            if crate::planted::is_planted(crate::planted::Hole::InferredTypes) {
+                return column(name).alias(name);
+            }
             try_cast(column(name), declared_type(kind)).alias(name)
         })
         .collect();
     let mut view = raw.select(typed).map_err(failed)?;
-    if let PrivacyUnit::Id {
-        column: id,
-        max_rows,
-    } = &description.privacy_unit
+    #[cfg(feature = "planted-holes")]
+    let capped = !crate::planted::is_planted(crate::planted::Hole::CapAfterFrom);
+    #[cfg(not(feature = "planted-holes"))]
+    let capped = true;
+    if let (
+        PrivacyUnit::Id {
+            column: id,
+            max_rows,
+        },
+        true,
+    ) = (&description.privacy_unit, capped)
     {
         let numbered = datafusion::functions_window::expr_fn::row_number()
             .partition_by(vec![column(id)])

@@ -183,6 +183,12 @@ impl<'a> Totaliser<'a> {
 
     /// `expr` in total form, with its type.
     pub(crate) fn total(&mut self, expr: &Expr) -> Result<Typed> {
+        #[cfg(feature = "planted-holes")]
+        if crate::planted::is_planted(crate::planted::Hole::FailingExpressions) {
+            let data_type = expr.get_type(self.schema).map_err(sql_error)?;
+            let ty = Ty::of(&data_type).unwrap_or(Ty::Text);
+            return Ok(typed(expr.clone(), ty));
+        }
         self.visit(expr, 0)
     }
 

@@ -173,7 +173,7 @@ fn sum_or_average(
             bounds,
             integer: range.integer,
         },
-        exact_sum(value, exponent),
+        summed(value, exponent),
     );
     let column = shown(argument);
     if function_name == "sum" {
@@ -201,4 +201,13 @@ fn summation_bounds(range: Range) -> ((f64, f64), i32) {
         ),
         exponent,
     )
+}
+
+/// The exact sum (or, with the planted hole, DataFusion's floating-point one).
+fn summed(value: Expr, exponent: i32) -> Expr {
+    #[cfg(feature = "planted-holes")]
+    if crate::planted::is_planted(crate::planted::Hole::FloatingPointSums) {
+        return datafusion::functions_aggregate::expr_fn::sum(value);
+    }
+    exact_sum(value, exponent)
 }

@@ -126,6 +126,10 @@ fn key(
 /// Keys are compared as the answer prints them: values that print alike
 /// (+NaN and −NaN, say) are one key, released once.
 fn deduplicated(mut domain: Vec<String>) -> Vec<String> {
+    #[cfg(feature = "planted-holes")]
+    if crate::planted::is_planted(crate::planted::Hole::RepeatedKeys) {
+        return domain;
+    }
     let mut seen = std::collections::HashSet::new();
     domain.retain(|value| seen.insert(value.clone()));
     domain

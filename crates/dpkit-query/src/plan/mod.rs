@@ -230,6 +230,8 @@ pub(crate) fn plan_private(
     let shape = peel(logical)?;
     let aggregate = shape.aggregate;
     let input = input::rewrite(&aggregate.input, &description.table, view)?;
+    #[cfg(feature = "planted-holes")]
+    let input = planted_cap_after_from(input, description)?;
     let keys = keys::plan(aggregate, input.schema(), description, domain_of)?;
     let mut measured = aggregates::plan(aggregate, input.schema(), description)?;
     let threshold_measurement =
@@ -259,4 +261,33 @@ pub(crate) fn plan_private(
             .and_then(|people| people.checked_mul(rows_per_person))
             .map(|rows| rows as f64),
     })
+}
+
+/// The hole: the cap partitioned by whatever the query's FROM calls the id.
+#[cfg(feature = "planted-holes")]
+fn planted_cap_after_from(input: LogicalPlan, description: &Description) -> Result<LogicalPlan> {
+    use datafusion::common::Column;
+    use datafusion::logical_expr::{ExprFunctionExt, lit};
+    let planted = crate::planted::is_planted(crate::planted::Hole::CapAfterFrom);
+    let crate::description::PrivacyUnit::Id { column, max_rows } = &description.privacy_unit else {
+        return Ok(input);
+    };
+    if !planted {
+        return Ok(input);
+    }
+    let numbered = datafusion::functions_window::expr_fn::row_number()
+        .partition_by(vec![Expr::Column(Column::new_unqualified(column))])
+        .build()
+        .map_err(sql_error)?
+        .alias("__dpkit_planted_row");
+    LogicalPlanBuilder::from(input)
+        .window(vec![numbered])
+        .and_then(|b| {
+            b.filter(
+                Expr::Column(Column::new_unqualified("__dpkit_planted_row"))
+                    .lt_eq(lit(*max_rows as i64)),
+            )
+        })
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(sql_error)
 }

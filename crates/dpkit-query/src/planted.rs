@@ -1,0 +1,43 @@
+//! Test-only switches that put closed holes back, so that the end-to-end
+//! auditor's tests can show it catches each one (as the mechanism auditor
+//! does with its deliberately broken mechanisms). Compiled only with the
+//! non-default `planted-holes` feature; never part of a release build.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// One hole that was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Hole {
+    /// Expressions run as written, without the total rewrite: a failure on
+    /// one row is an exact bit.
+    FailingExpressions = 1,
+    /// Staircase noise over groups charged once, as if its loss were linear.
+    StaircaseChargedOnce = 2,
+    /// Keys that print alike (or repeat in a domain) released separately.
+    RepeatedKeys = 4,
+    /// The per-person cap applied after the query's FROM, by whatever
+    /// column it calls the id.
+    CapAfterFrom = 8,
+    /// CSV column types inferred from the data.
+    InferredTypes = 16,
+    /// Sums computed in floating point, in whatever order.
+    FloatingPointSums = 32,
+}
+
+static PLANTED: AtomicU32 = AtomicU32::new(0);
+
+/// Puts `hole` back until [`clear`] (process-wide: use one test process).
+pub fn plant(hole: Hole) {
+    PLANTED.fetch_or(hole as u32, Ordering::SeqCst);
+}
+
+/// Closes every planted hole.
+pub fn clear() {
+    PLANTED.store(0, Ordering::SeqCst);
+}
+
+/// Whether `hole` is planted.
+pub fn is_planted(hole: Hole) -> bool {
+    PLANTED.load(Ordering::SeqCst) & hole as u32 != 0
+}

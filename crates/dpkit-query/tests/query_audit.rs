@@ -1,0 +1,332 @@
+//! The end-to-end auditor on neighbouring tables: every query shape passes
+//! at its declared ε, and every closed hole, planted back with the
+//! test-only `planted-holes` feature, is caught.
+//!
+//! Each audit draws 100,000 answers per table from a fixed seed and
+//! reports a lower bound on the realised ε at confidence 1 − 10⁻⁶: a
+//! correct query path is flagged with probability below 10⁻⁶ (and, with
+//! the seed fixed, never flakes).
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use std::sync::Mutex;
+
+use dpkit_core::rng::InsecureSeededRng;
+use dpkit_query::audit::{QueryAudit, Statistic, audit_query, cell};
+use dpkit_query::planted::{Hole, clear, plant};
+use dpkit_query::release::{Cell, ReleasedTable};
+use dpkit_query::{MechanismChoice, QueryEngine, ReleaseSettings};
+use fixture::Fixture;
+
+/// Planted holes are process-wide: tests in this file take turns.
+static TURN: Mutex<()> = Mutex::new(());
+
+const SAMPLES: usize = 100_000;
+const CONFIDENCE: f64 = 1.0 - 1e-6;
+
+/// Everyone but dan.
+const BASE: &str = "1,30,ann,F,1000\n2,45,bob,M,2000\n3,0,cat,F,50\n5,41,eve,F,300\n\
+                    6,44,fay,F,700\n7,52,gus,M,0\n";
+const HEADER: &str = "id,age,name,sex,salary\n";
+
+fn description(unit: &str, table_file: &str) -> String {
+    format!(
+        "[table]\nname = \"t\"\nfile = \"{table_file}\"\n[privacy_unit]\n{unit}\n[budget]\n\
+         epsilon = 100.0\ndelta = 1e-3\n\
+         [columns.id]\ntype = \"integer\"\n\
+         [columns.age]\ntype = \"integer\"\nbounds = [0, 120]\n\
+         [columns.name]\ntype = \"text\"\n\
+         [columns.sex]\ntype = \"text\"\ndomain = [\"F\", \"M\"]\n\
+         [columns.salary]\ntype = \"integer\"\nbounds = [0, 10000]\n"
+    )
+}
+
+/// Two neighbouring tables: `base` plus `extra` rows, and `base` alone.
+fn pair(name: &str, base: &str, extra: &str, unit: &str) -> (Fixture, Fixture) {
+    let with = format!("{HEADER}{base}{extra}");
+    let without = format!("{HEADER}{base}");
+    (
+        Fixture::new(
+            &format!("{name}-a"),
+            "t.csv",
+            &with,
+            &description(unit, "t.csv"),
+            100.0,
+        ),
+        Fixture::new(
+            &format!("{name}-b"),
+            "t.csv",
+            &without,
+            &description(unit, "t.csv"),
+            100.0,
+        ),
+    )
+}
+
+const ROW: &str = "kind = \"row\"";
+
+fn settings(epsilon: f64, delta: f64, mechanism: MechanismChoice) -> ReleaseSettings {
+    ReleaseSettings {
+        epsilon,
+        delta,
+        mechanism,
+        confidence: 0.95,
+    }
+}
+
+/// The lower bound on ε and the ε charged.
+fn run(
+    first: &QueryEngine,
+    second: &QueryEngine,
+    sql: &str,
+    settings: ReleaseSettings,
+    statistic: &Statistic<'_>,
+) -> (f64, f64) {
+    let audit = QueryAudit {
+        sql,
+        settings,
+        samples: SAMPLES,
+        confidence: CONFIDENCE,
+    };
+    let mut rng = InsecureSeededRng::from_seed_for_testing(2024);
+    let report = audit_query(first, second, &audit, statistic, &mut rng).unwrap();
+    println!(
+        "{sql}: ε ≥ {:.3} (charged {}), event {:?} with probabilities {:?}",
+        report.epsilon_lower_bound,
+        report.declared.epsilon(),
+        report.event,
+        report.event_probabilities()
+    );
+    (report.epsilon_lower_bound, report.declared.epsilon())
+}
+
+fn passes((bound, declared): (f64, f64), what: &str) {
+    assert!(
+        bound <= declared,
+        "{what}: realised ε ≥ {bound} > {declared}"
+    );
+}
+
+fn caught((bound, declared): (f64, f64), what: &str) {
+    assert!(
+        bound > declared,
+        "{what}: the planted hole went unseen (ε ≥ {bound} ≤ {declared})"
+    );
+}
+
+#[test]
+fn counts_sums_averages_and_domains_keep_their_epsilon() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    let (a, b) = pair("audit-shapes", BASE, "4,90,dan,M,10000\n", ROW);
+    let auto = |e| settings(e, 0.0, MechanismChoice::Auto);
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    for (sql, statistic) in [
+        (
+            "SELECT COUNT(*) FROM t WHERE age > 40",
+            &first as &Statistic<'_>,
+        ),
+        ("SELECT SUM(salary) FROM t", &first),
+        ("SELECT AVG(age) FROM t", &first),
+        (
+            "SELECT sex, COUNT(*) FROM t GROUP BY sex",
+            &|t: &ReleasedTable| cell(t, &["M"], 1),
+        ),
+    ] {
+        passes(run(&a.engine, &b.engine, sql, auto(1.0), statistic), sql);
+    }
+    let thresholded = "SELECT name, COUNT(*) FROM t GROUP BY name";
+    let dan = |t: &ReleasedTable| cell(t, &["dan"], 1);
+    passes(
+        run(
+            &a.engine,
+            &b.engine,
+            thresholded,
+            settings(1.0, 1e-6, MechanismChoice::Auto),
+            &dan,
+        ),
+        thresholded,
+    );
+}
+
+/// How many groups' answers lie within `width` of `centres`.
+fn near(t: &ReleasedTable, centres: &[(&str, f64)], width: f64) -> f64 {
+    centres
+        .iter()
+        .filter(|(key, centre)| (cell(t, &[key], 1) - centre).abs() <= width)
+        .count() as f64
+}
+
+#[test]
+fn staircase_over_groups_keeps_its_epsilon_and_charging_it_once_is_caught() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // dan has two rows (k = 2), aged 120, one in each group: each group
+    // moves by 120 = Δ/2 (Δ = k·120 per group).
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 2";
+    let (a, b) = pair(
+        "audit-staircase",
+        BASE,
+        "4,120,dan,F,0\n4,120,dan,M,0\n",
+        unit,
+    );
+    let sql = "SELECT sex, SUM(age) FROM t GROUP BY sex";
+    // Exact sums with dan: F 30+0+41+44+120, M 45+52+120.
+    let centres = [("F", 235.0), ("M", 217.0)];
+    let statistic = |t: &ReleasedTable| near(t, &centres, 24.0);
+    // At ε = 2 each group's noise has ε = 1: the joint event "both groups
+    // near dan's sums" has ratio e² (the charge). Charged once, it is e⁴.
+    let staircase = settings(2.0, 0.0, MechanismChoice::Staircase);
+    passes(
+        run(&a.engine, &b.engine, sql, staircase, &statistic),
+        "staircase over groups",
+    );
+    plant(Hole::StaircaseChargedOnce);
+    caught(
+        run(&a.engine, &b.engine, sql, staircase, &statistic),
+        "staircase charged once",
+    );
+    clear();
+}
+
+#[test]
+fn a_failure_on_one_row_is_caught_when_expressions_are_not_total() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    let (a, b) = pair("audit-failure", BASE, "4,90,dan,M,10000\n", ROW);
+    let sql = "SELECT COUNT(*) FROM t WHERE CASE WHEN name = 'dan' THEN 1/(age-age) ELSE 1 END = 1";
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    passes(
+        run(&a.engine, &b.engine, sql, auto, &first),
+        "total expressions",
+    );
+    plant(Hole::FailingExpressions);
+    caught(
+        run(&a.engine, &b.engine, sql, auto, &first),
+        "failing expressions",
+    );
+    clear();
+}
+
+#[test]
+fn a_repeated_domain_value_is_released_once_and_caught_when_repeated() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    let (fa, fb) = pair("audit-repeat", BASE, "4,90,dan,F,10000\n", ROW);
+    let repeat = |f: &Fixture| {
+        let mut description = f.engine.description().clone();
+        if let Some(sex) = description.columns.get_mut("sex") {
+            sex.domain = Some(vec!["F".into(), "F".into(), "M".into()]);
+        }
+        QueryEngine::open(description).unwrap()
+    };
+    let (a, b) = (repeat(&fa), repeat(&fb));
+    let sql = "SELECT sex, COUNT(*) FROM t GROUP BY sex";
+    // With dan, F counts 5: how many F rows say at least 5?
+    let statistic = |t: &ReleasedTable| {
+        t.rows
+            .iter()
+            .filter(|row| row[0] == Cell::Key("F".into()))
+            .filter(|row| matches!(row[1], Cell::Value { value, .. } if value >= 5.0))
+            .count() as f64
+    };
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    passes(run(&a, &b, sql, auto, &statistic), "one release per key");
+    plant(Hole::RepeatedKeys);
+    caught(run(&a, &b, sql, auto, &statistic), "repeated keys");
+    clear();
+}
+
+#[test]
+fn the_cap_on_the_scan_holds_and_a_cap_after_from_is_caught() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 1";
+    // dan has 30 rows; a subquery renames a per-row column as the id.
+    let many: String = (0..30).map(|i| format!("4,90,dan,M,{i}\n")).collect();
+    let (a, b) = pair("audit-cap", BASE, &many, unit);
+    let sql = "SELECT COUNT(*) FROM (SELECT age, salary AS id FROM t) s WHERE age = 90";
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    passes(
+        run(&a.engine, &b.engine, sql, auto, &first),
+        "cap on the scan",
+    );
+    plant(Hole::CapAfterFrom);
+    let (a, b) = pair("audit-cap-planted", BASE, &many, unit);
+    caught(
+        run(&a.engine, &b.engine, sql, auto, &first),
+        "cap after FROM",
+    );
+    clear();
+}
+
+#[test]
+fn declared_types_hold_and_inferred_types_are_caught() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // dan's age does not parse as an integer; the forties count.
+    let forties: String = (0..20)
+        .map(|i| format!("{},{},p{i},F,1\n", 100 + i, 41 + i % 9))
+        .collect();
+    let base = format!("{forties}{BASE}");
+    let with = format!("{HEADER}4,90.5,dan,M,1\n{base}");
+    let without = format!("{HEADER}{base}");
+    let open =
+        |name: &str, csv: &str| Fixture::new(name, "t.csv", csv, &description(ROW, "t.csv"), 100.0);
+    let sql = "SELECT COUNT(*) FROM t WHERE age / 10 = 4";
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    let (a, b) = (
+        open("audit-types-a", &with),
+        open("audit-types-b", &without),
+    );
+    passes(
+        run(&a.engine, &b.engine, sql, auto, &first),
+        "declared types",
+    );
+    plant(Hole::InferredTypes);
+    let (a, b) = (
+        open("audit-types-c", &with),
+        open("audit-types-d", &without),
+    );
+    caught(
+        run(&a.engine, &b.engine, sql, auto, &first),
+        "inferred types",
+    );
+    clear();
+}
+
+#[test]
+fn sums_move_by_at_most_the_bound_and_floating_point_sums_are_caught() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // dan adds 2^53 (the bound) first; after it, every 3 that follows
+    // rounds up to 4 in floating point, so his row would move the sum by
+    // more than the bound.
+    let bound = 2f64.powi(53);
+    let threes: String = (0..64).map(|i| format!("{},1,x,F,3\n", 100 + i)).collect();
+    let description = description(ROW, "t.csv").replace(
+        "[columns.salary]\ntype = \"integer\"\nbounds = [0, 10000]",
+        "[columns.salary]\ntype = \"real\"\nbounds = [0, 9007199254740992]",
+    );
+    let moved = || {
+        let with = format!("{HEADER}4,90,dan,M,9007199254740992\n{threes}");
+        let without = format!("{HEADER}{threes}");
+        let sums = [("fp-a", with), ("fp-b", without)].map(|(name, csv)| {
+            let f = Fixture::new(name, "t.csv", &csv, &description, 1.0);
+            let query = f.engine.plan("SELECT SUM(salary) FROM t").unwrap();
+            f.engine.exact(&query).unwrap().values[0][0]
+        });
+        (sums[0] - sums[1]).abs()
+    };
+    assert!(moved() <= bound, "exact sums move by at most the bound");
+    plant(Hole::FloatingPointSums);
+    assert!(
+        moved() > bound,
+        "floating-point sums moved by no more than the bound"
+    );
+    clear();
+}

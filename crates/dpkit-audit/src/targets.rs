@@ -3,8 +3,8 @@
 use dpkit_core::accounting::PrivacyLoss;
 use dpkit_core::mechanism::{
     BinaryRandomizedResponse, DiscreteGaussian, DiscreteStaircase, ExponentialMechanism, Gaussian,
-    IntegerMechanism, KaryRandomizedResponse, Laplace, RealMechanism, ReportNoisyMax, Staircase,
-    StaircaseGamma, TwoSidedGeometric,
+    IntegerMechanism, KaryRandomizedResponse, Laplace, MechanismKind, RealMechanism,
+    ReportNoisyMax, Staircase, StaircaseGamma, TwoSidedGeometric,
 };
 use rand_core::CryptoRng;
 
@@ -73,18 +73,23 @@ impl AuditTarget {
     /// assert!(AuditTarget::ALL.iter().all(|t| AuditTarget::from_name(t.name()) == Some(*t)));
     /// ```
     pub fn name(self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// The target's entry in dpkit-core's mechanism catalogue.
+    pub fn kind(self) -> MechanismKind {
         match self {
-            Self::Laplace => "laplace",
-            Self::Staircase => "staircase",
-            Self::StaircaseL2 => "staircase-l2",
-            Self::Geometric => "geometric",
-            Self::DiscreteStaircase => "discrete-staircase",
-            Self::Gaussian => "gaussian",
-            Self::DiscreteGaussian => "discrete-gaussian",
-            Self::BinaryRandomizedResponse => "binary-randomized-response",
-            Self::KaryRandomizedResponse => "kary-randomized-response",
-            Self::Exponential => "exponential",
-            Self::ReportNoisyMax => "report-noisy-max",
+            Self::Laplace => MechanismKind::Laplace,
+            Self::Staircase => MechanismKind::Staircase,
+            Self::StaircaseL2 => MechanismKind::StaircaseL2,
+            Self::Geometric => MechanismKind::Geometric,
+            Self::DiscreteStaircase => MechanismKind::DiscreteStaircase,
+            Self::Gaussian => MechanismKind::Gaussian,
+            Self::DiscreteGaussian => MechanismKind::DiscreteGaussian,
+            Self::BinaryRandomizedResponse => MechanismKind::BinaryRandomizedResponse,
+            Self::KaryRandomizedResponse => MechanismKind::KaryRandomizedResponse,
+            Self::Exponential => MechanismKind::Exponential,
+            Self::ReportNoisyMax => MechanismKind::ReportNoisyMax,
         }
     }
 
@@ -95,7 +100,7 @@ impl AuditTarget {
 
     /// Whether the target needs δ.
     pub fn needs_delta(self) -> bool {
-        matches!(self, Self::Gaussian | Self::DiscreteGaussian)
+        self.kind().needs_delta()
     }
 
     /// Builds the mechanism and draws `samples` outputs from each of two

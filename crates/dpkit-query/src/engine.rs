@@ -205,15 +205,21 @@ impl QueryEngine {
                 file.display()
             )));
         }
-        let batches = self
-            .runtime
-            .block_on(async {
+        // A panic inside the engine is a failure like any other: never
+        // unwound into the caller after the ledger was charged.
+        let run = std::panic::AssertUnwindSafe(|| {
+            self.runtime.block_on(async {
                 self.context
                     .execute_logical_plan(query.plan.clone())
                     .await?
                     .collect()
                     .await
             })
+        });
+        let batches = std::panic::catch_unwind(run)
+            .map_err(|_| {
+                QueryError::FailedWhileRunning("the engine stopped (details withheld)".into())
+            })?
             .map_err(execution_error)?;
         let keys_count = query.group_names.len();
         let mut rows = Vec::new();

@@ -5,25 +5,16 @@
 use std::collections::HashMap;
 
 use dpkit_core::accounting::PrivacyLoss;
-use dpkit_core::accuracy::NoiseAccuracy;
-use dpkit_core::mechanism::{
-    DiscreteGaussian, DiscreteStaircase, Gaussian, IntegerMechanism, Laplace, RealMechanism,
-    Staircase, TwoSidedGeometric,
-};
+use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
 use dpkit_core::sensitivity::{
     Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
 };
 
-type CoreLaplace = Laplace;
-type CoreStaircase = Staircase;
-
-/// The Gaussian's grid resolution (grid ≤ min(Δ, σ)/2^12).
-const GAUSSIAN_GRID_BITS: i32 = 12;
 use rand_core::CryptoRng;
 use serde::Serialize;
 
 use crate::error::{QueryError, Result};
-use crate::plan::{AggregateKind, KeySelection, Measurement, OutputColumn, PrivateQuery};
+use crate::plan::{AggregateKind, KeySelection, OutputColumn, PrivateQuery};
 
 /// Which noise to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,66 +46,10 @@ pub struct ReleaseSettings {
     pub confidence: f64,
 }
 
-/// One configured noise.
-#[derive(Debug, Clone)]
-enum Noise {
-    Geometric(TwoSidedGeometric),
-    DiscreteStaircase(DiscreteStaircase),
-    DiscreteGaussian(DiscreteGaussian),
-    Laplace(Laplace),
-    Staircase(Staircase),
-    Gaussian(Gaussian),
-}
-
-impl Noise {
-    fn name(&self) -> &'static str {
-        match self {
-            Self::Geometric(_) => "two-sided geometric",
-            Self::DiscreteStaircase(_) => "discrete staircase",
-            Self::DiscreteGaussian(_) => "discrete Gaussian",
-            Self::Laplace(_) => "Laplace",
-            Self::Staircase(_) => "staircase",
-            Self::Gaussian(_) => "Gaussian",
-        }
-    }
-
-    fn accuracy(&self) -> &dyn NoiseAccuracy {
-        match self {
-            Self::Geometric(m) => m,
-            Self::DiscreteStaircase(m) => m,
-            Self::DiscreteGaussian(m) => m,
-            Self::Laplace(m) => m,
-            Self::Staircase(m) => m,
-            Self::Gaussian(m) => m,
-        }
-    }
-
-    fn is_integer(&self) -> bool {
-        matches!(
-            self,
-            Self::Geometric(_) | Self::DiscreteStaircase(_) | Self::DiscreteGaussian(_)
-        )
-    }
-
-    /// `exact` plus noise. Integer noises take integer exact values (counts,
-    /// sums of whole numbers); the rest release on their grids.
-    fn release<R: CryptoRng + ?Sized>(&self, exact: f64, rng: &mut R) -> Result<f64> {
-        let whole = || exact.round() as i64;
-        Ok(match self {
-            Self::Geometric(m) => m.privatize_with_rng(whole(), rng) as f64,
-            Self::DiscreteStaircase(m) => m.privatize_with_rng(whole(), rng) as f64,
-            Self::DiscreteGaussian(m) => m.privatize_with_rng(whole(), rng) as f64,
-            Self::Laplace(m) => m.privatize_with_rng(exact, rng)?,
-            Self::Staircase(m) => m.privatize_with_rng(exact, rng)?,
-            Self::Gaussian(m) => m.privatize_with_rng(exact, rng)?,
-        })
-    }
-}
-
 /// One measurement's noise, as planned.
 #[derive(Debug, Clone)]
 pub struct PlannedNoise {
-    noise: Noise,
+    noise: AdditiveNoise,
     /// ε spent on it.
     pub epsilon: f64,
     /// δ spent on it.
@@ -135,7 +70,7 @@ pub struct PlannedNoise {
 impl PlannedNoise {
     /// The mechanism's name.
     pub fn mechanism(&self) -> &'static str {
-        self.noise.name()
+        self.noise.kind().name()
     }
 }
 
@@ -223,7 +158,7 @@ fn candidates(choice: MechanismChoice, values: RowValues) -> Result<Vec<Mechanis
     use MechanismChoice as M;
     let integer = values.is_integer();
     Ok(match (choice, values) {
-        (M::Auto, RowValues::Count) => vec![M::Geometric],
+        (M::Auto, RowValues::Count) => vec![M::Geometric, M::Staircase],
         (M::Auto, _) if integer => vec![M::Geometric, M::Staircase, M::Laplace],
         (M::Auto, _) => vec![M::Staircase, M::Laplace],
         (M::Geometric, _) if !integer => {
@@ -237,6 +172,19 @@ fn candidates(choice: MechanismChoice, values: RowValues) -> Result<Vec<Mechanis
     })
 }
 
+/// The catalogue's mechanism for `choice` on whole or real numbers.
+fn kind_of(choice: MechanismChoice, integer: bool) -> MechanismKind {
+    use MechanismChoice as M;
+    match (choice, integer) {
+        (M::Auto | M::Geometric, _) => MechanismKind::Geometric,
+        (M::Staircase, true) => MechanismKind::DiscreteStaircase,
+        (M::Staircase, false) => MechanismKind::Staircase,
+        (M::Laplace, _) => MechanismKind::Laplace,
+        (M::Gaussian, true) => MechanismKind::DiscreteGaussian,
+        (M::Gaussian, false) => MechanismKind::Gaussian,
+    }
+}
+
 /// One measurement's noise under `choice`, calibrated by dpkit-core's
 /// privacy map for the move one person can cause.
 fn build_noise(
@@ -245,17 +193,9 @@ fn build_noise(
     epsilon: f64,
     delta: f64,
     moved: &GroupedSensitivity,
-) -> Result<(Noise, Calibration)> {
-    use MechanismChoice as M;
-    let integer = values.is_integer();
-    let (growth, bits) = match (choice, integer) {
-        (M::Auto | M::Geometric, _) => (LossGrowth::Linear, None),
-        (M::Staircase, true) => (LossGrowth::Scalar, None),
-        (M::Staircase, false) => (LossGrowth::Scalar, Some(CoreStaircase::GRID_BITS)),
-        (M::Laplace, _) => (LossGrowth::Linear, Some(CoreLaplace::GRID_BITS)),
-        (M::Gaussian, true) => (LossGrowth::Gaussian, None),
-        (M::Gaussian, false) => (LossGrowth::Gaussian, Some(GAUSSIAN_GRID_BITS)),
-    };
+) -> Result<(AdditiveNoise, Calibration)> {
+    let kind = kind_of(choice, values.is_integer());
+    let growth = kind.loss_growth().unwrap_or(LossGrowth::Scalar);
     #[cfg(feature = "planted-holes")]
     let planted;
     #[cfg(feature = "planted-holes")]
@@ -268,23 +208,14 @@ fn build_noise(
     } else {
         moved
     };
-    let c = calibrate(growth, epsilon, moved, bits)?;
-    let whole = || c.sensitivity.ceil() as u64;
-    let noise = match (choice, integer) {
-        (M::Auto | M::Geometric, _) => {
-            Noise::Geometric(TwoSidedGeometric::new(c.epsilon, whole())?)
-        }
-        (M::Staircase, true) => {
-            Noise::DiscreteStaircase(DiscreteStaircase::new(c.epsilon, whole())?)
-        }
-        (M::Staircase, false) => Noise::Staircase(CoreStaircase::new(c.epsilon, c.sensitivity)?),
-        (M::Laplace, _) => Noise::Laplace(CoreLaplace::new(c.epsilon, c.sensitivity)?),
-        (M::Gaussian, true) => {
-            Noise::DiscreteGaussian(DiscreteGaussian::new(c.epsilon, delta, whole())?)
-        }
-        (M::Gaussian, false) => Noise::Gaussian(Gaussian::new(c.epsilon, delta, c.sensitivity)?),
+    let c = calibrate(growth, epsilon, moved, kind.grid_bits())?;
+    let sensitivity = if kind.grid_bits().is_none() {
+        c.sensitivity.ceil() // integer noise: a whole Δ, rounded up
+    } else {
+        c.sensitivity
     };
-    Ok((noise, c))
+    let noise = AdditiveNoise::build(kind, c.epsilon, delta, sensitivity)?;
+    Ok((noise, Calibration { sensitivity, ..c }))
 }
 
 /// Plans the noise of `query` under `settings`. ε is split evenly over the
@@ -329,7 +260,7 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
         for candidate in candidates(choice, values)? {
             let (noise, calibration) =
                 build_noise(candidate, values, per_measurement, delta, &moved)?;
-            let rounded = matches!(measurement, Measurement::Count);
+            let rounded = values.is_integer(); // whole-number answers are rounded
             let planned = planned(
                 noise,
                 calibration,
@@ -365,7 +296,7 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
 }
 
 fn planned(
-    noise: Noise,
+    noise: AdditiveNoise,
     calibration: Calibration,
     epsilon: f64,
     delta: f64,
@@ -393,7 +324,7 @@ fn planned(
 /// it is released only if its noise reaches τ − k, which happens with
 /// probability ≤ δ/k per key, so ≤ δ over the person's ≤ k keys.
 fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
-    let Noise::Geometric(geometric) = &planned.noise else {
+    let AdditiveNoise::Geometric(geometric) = &planned.noise else {
         return Err(QueryError::NotPrivate(
             "thresholded keys need the geometric count".into(),
         ));
@@ -598,13 +529,16 @@ fn aggregate_cell(
                 high: (value + h).min(ceiling),
             }
         }
-        AggregateKind::Sum { .. } => {
+        AggregateKind::Sum { integer, .. } => {
+            // A sum of whole numbers is a whole number: rounding moves the
+            // value by at most 1/2, which the half-width includes.
             let m = measurements[0];
             let h = plan.noises[m].half_width;
+            let value = if *integer { noisy[m].round() } else { noisy[m] };
             Cell::Value {
-                value: noisy[m],
-                low: noisy[m] - h,
-                high: noisy[m] + h,
+                value,
+                low: value - h,
+                high: value + h,
             }
         }
         AggregateKind::Avg {

@@ -21,6 +21,7 @@ use crate::accounting::PrivacyLoss;
 use crate::error::{Error, Result};
 use crate::rng::with_thread_secure_rng;
 
+mod catalogue;
 mod exponential;
 mod gaussian;
 mod laplace;
@@ -30,6 +31,7 @@ mod staircase;
 mod staircase_noise;
 mod two_sided_geometric;
 
+pub use catalogue::{AdditiveNoise, Input, MechanismKind};
 pub use exponential::ExponentialMechanism;
 pub use gaussian::{DiscreteGaussian, Gaussian, analytic_gaussian_sigma};
 pub use laplace::Laplace;

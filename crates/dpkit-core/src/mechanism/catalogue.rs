@@ -1,0 +1,256 @@
+//! The one list of dpkit's mechanisms: their names, what they take, whether
+//! they need δ and how their privacy loss grows with the move of their
+//! input. The command line, the query path and the auditor all read it.
+//!
+//! [`AdditiveNoise`] builds any additive mechanism of the list from
+//! (ε, δ, Δ), so that callers do not each write out the same match.
+
+use rand_core::CryptoRng;
+
+use super::{
+    DiscreteGaussian, DiscreteStaircase, Gaussian, IntegerMechanism, Laplace, RealMechanism,
+    Staircase, StaircaseGamma, TwoSidedGeometric,
+};
+use crate::accuracy::NoiseAccuracy;
+use crate::error::{Error, Result};
+use crate::sensitivity::LossGrowth;
+
+/// The Gaussian's output grid: at least 2^12 points per min(Δ, σ).
+const GAUSSIAN_GRID_BITS: i32 = 12;
+
+/// What a mechanism releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A real value, with additive noise.
+    Real,
+    /// An integer, with additive integer noise.
+    Integer,
+    /// One bit (local randomisation).
+    Bit,
+    /// One of k categories (local randomisation).
+    Category,
+    /// The index of the best of finitely many candidates.
+    Candidates,
+}
+
+/// Every mechanism dpkit offers.
+///
+/// ```
+/// use dpkit_core::mechanism::MechanismKind;
+/// assert!(MechanismKind::ALL.iter().all(|m| MechanismKind::from_name(m.name()) == Some(*m)));
+/// assert!(MechanismKind::Gaussian.needs_delta());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MechanismKind {
+    /// Laplace noise on real values.
+    Laplace,
+    /// The staircase with the L1-optimal γ, on real values.
+    Staircase,
+    /// The staircase with the L2-optimal γ, on real values.
+    StaircaseL2,
+    /// The two-sided geometric, on integers.
+    Geometric,
+    /// The discrete staircase, on integers.
+    DiscreteStaircase,
+    /// The analytic Gaussian on real values (needs δ).
+    Gaussian,
+    /// The discrete Gaussian on integers (needs δ).
+    DiscreteGaussian,
+    /// Randomized response on one bit.
+    BinaryRandomizedResponse,
+    /// Randomized response on k categories.
+    KaryRandomizedResponse,
+    /// The exponential mechanism.
+    Exponential,
+    /// Report noisy max.
+    ReportNoisyMax,
+}
+
+impl MechanismKind {
+    /// All of them, in the order they are listed to users.
+    pub const ALL: [Self; 11] = [
+        Self::Laplace,
+        Self::Staircase,
+        Self::StaircaseL2,
+        Self::Geometric,
+        Self::DiscreteStaircase,
+        Self::Gaussian,
+        Self::DiscreteGaussian,
+        Self::BinaryRandomizedResponse,
+        Self::KaryRandomizedResponse,
+        Self::Exponential,
+        Self::ReportNoisyMax,
+    ];
+
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Laplace => "laplace",
+            Self::Staircase => "staircase",
+            Self::StaircaseL2 => "staircase-l2",
+            Self::Geometric => "geometric",
+            Self::DiscreteStaircase => "discrete-staircase",
+            Self::Gaussian => "gaussian",
+            Self::DiscreteGaussian => "discrete-gaussian",
+            Self::BinaryRandomizedResponse => "binary-randomized-response",
+            Self::KaryRandomizedResponse => "kary-randomized-response",
+            Self::Exponential => "exponential",
+            Self::ReportNoisyMax => "report-noisy-max",
+        }
+    }
+
+    /// The mechanism called `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// What it releases.
+    pub fn input(self) -> Input {
+        match self {
+            Self::Laplace | Self::Staircase | Self::StaircaseL2 | Self::Gaussian => Input::Real,
+            Self::Geometric | Self::DiscreteStaircase | Self::DiscreteGaussian => Input::Integer,
+            Self::BinaryRandomizedResponse => Input::Bit,
+            Self::KaryRandomizedResponse => Input::Category,
+            Self::Exponential | Self::ReportNoisyMax => Input::Candidates,
+        }
+    }
+
+    /// Whether it needs δ > 0.
+    pub fn needs_delta(self) -> bool {
+        matches!(self, Self::Gaussian | Self::DiscreteGaussian)
+    }
+
+    /// How an additive mechanism's loss grows with the move of its input
+    /// (`None` for the others).
+    pub fn loss_growth(self) -> Option<LossGrowth> {
+        match self {
+            Self::Laplace | Self::Geometric => Some(LossGrowth::Linear),
+            Self::Staircase | Self::StaircaseL2 | Self::DiscreteStaircase => {
+                Some(LossGrowth::Scalar)
+            }
+            Self::Gaussian | Self::DiscreteGaussian => Some(LossGrowth::Gaussian),
+            _ => None,
+        }
+    }
+
+    /// Grid points per Δ of a real-valued mechanism's output grid (at
+    /// least `2^bits`), `None` for integer noise, which does not round.
+    pub fn grid_bits(self) -> Option<i32> {
+        match self {
+            Self::Laplace => Some(Laplace::GRID_BITS),
+            Self::Staircase | Self::StaircaseL2 => Some(Staircase::GRID_BITS),
+            Self::Gaussian => Some(GAUSSIAN_GRID_BITS),
+            _ => None,
+        }
+    }
+}
+
+/// One additive mechanism of the catalogue, built from (ε, δ, Δ).
+#[derive(Debug, Clone)]
+pub enum AdditiveNoise {
+    /// [`Laplace`].
+    Laplace(Laplace),
+    /// [`Staircase`] (either γ).
+    Staircase(Staircase),
+    /// [`TwoSidedGeometric`].
+    Geometric(TwoSidedGeometric),
+    /// [`DiscreteStaircase`].
+    DiscreteStaircase(DiscreteStaircase),
+    /// [`Gaussian`].
+    Gaussian(Gaussian),
+    /// [`DiscreteGaussian`].
+    DiscreteGaussian(DiscreteGaussian),
+}
+
+fn whole(sensitivity: f64) -> Result<u64> {
+    if sensitivity >= 1.0 && sensitivity.fract() == 0.0 && sensitivity <= 1e15 {
+        Ok(sensitivity as u64)
+    } else {
+        Err(Error::InvalidParameter {
+            name: "sensitivity",
+            reason: format!("must be a whole number ≥ 1 for integer noise, got {sensitivity}"),
+        })
+    }
+}
+
+impl AdditiveNoise {
+    /// `kind` at (ε, δ, Δ); δ is used only by the Gaussians. Integer noise
+    /// needs a whole-number Δ.
+    ///
+    /// ```
+    /// use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
+    /// let noise = AdditiveNoise::build(MechanismKind::Geometric, 1.0, 0.0, 1.0).unwrap();
+    /// assert!(noise.is_integer());
+    /// assert!(AdditiveNoise::build(MechanismKind::Exponential, 1.0, 0.0, 1.0).is_err());
+    /// ```
+    pub fn build(kind: MechanismKind, epsilon: f64, delta: f64, sensitivity: f64) -> Result<Self> {
+        Ok(match kind {
+            MechanismKind::Laplace => Self::Laplace(Laplace::new(epsilon, sensitivity)?),
+            MechanismKind::Staircase => Self::Staircase(Staircase::new(epsilon, sensitivity)?),
+            MechanismKind::StaircaseL2 => Self::Staircase(Staircase::with_gamma(
+                epsilon,
+                sensitivity,
+                StaircaseGamma::L2Optimal,
+            )?),
+            MechanismKind::Geometric => {
+                Self::Geometric(TwoSidedGeometric::new(epsilon, whole(sensitivity)?)?)
+            }
+            MechanismKind::DiscreteStaircase => {
+                Self::DiscreteStaircase(DiscreteStaircase::new(epsilon, whole(sensitivity)?)?)
+            }
+            MechanismKind::Gaussian => Self::Gaussian(Gaussian::new(epsilon, delta, sensitivity)?),
+            MechanismKind::DiscreteGaussian => {
+                Self::DiscreteGaussian(DiscreteGaussian::new(epsilon, delta, whole(sensitivity)?)?)
+            }
+            other => {
+                return Err(Error::InvalidParameter {
+                    name: "mechanism",
+                    reason: format!("{} does not add noise to a number", other.name()),
+                });
+            }
+        })
+    }
+
+    /// Its catalogue entry.
+    pub fn kind(&self) -> MechanismKind {
+        match self {
+            Self::Laplace(_) => MechanismKind::Laplace,
+            Self::Staircase(_) => MechanismKind::Staircase,
+            Self::Geometric(_) => MechanismKind::Geometric,
+            Self::DiscreteStaircase(_) => MechanismKind::DiscreteStaircase,
+            Self::Gaussian(_) => MechanismKind::Gaussian,
+            Self::DiscreteGaussian(_) => MechanismKind::DiscreteGaussian,
+        }
+    }
+
+    /// Its accuracy (expected error, variance, intervals).
+    pub fn accuracy(&self) -> &dyn NoiseAccuracy {
+        match self {
+            Self::Laplace(m) => m,
+            Self::Staircase(m) => m,
+            Self::Geometric(m) => m,
+            Self::DiscreteStaircase(m) => m,
+            Self::Gaussian(m) => m,
+            Self::DiscreteGaussian(m) => m,
+        }
+    }
+
+    /// Whether it releases integers.
+    pub fn is_integer(&self) -> bool {
+        self.kind().input() == Input::Integer
+    }
+
+    /// `exact` plus noise. Integer noise takes `exact` rounded to a whole
+    /// number (counts and sums of whole numbers are whole already).
+    pub fn release<R: CryptoRng + ?Sized>(&self, exact: f64, rng: &mut R) -> Result<f64> {
+        let whole = || exact.round() as i64;
+        Ok(match self {
+            Self::Geometric(m) => m.privatize_with_rng(whole(), rng) as f64,
+            Self::DiscreteStaircase(m) => m.privatize_with_rng(whole(), rng) as f64,
+            Self::DiscreteGaussian(m) => m.privatize_with_rng(whole(), rng) as f64,
+            Self::Laplace(m) => m.privatize_with_rng(exact, rng)?,
+            Self::Staircase(m) => m.privatize_with_rng(exact, rng)?,
+            Self::Gaussian(m) => m.privatize_with_rng(exact, rng)?,
+        })
+    }
+}

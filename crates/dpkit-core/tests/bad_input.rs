@@ -234,3 +234,97 @@ fn very_large_epsilon_builds_and_releases_near_the_truth() {
         assert!(staircase.expected_absolute_error() < 1.0, "ε = {epsilon}");
     }
 }
+
+/// Runs `build` on its own thread and fails the test if it has not finished
+/// within `seconds`, so that a calibration that never ends fails here instead
+/// of hanging the test run. Returns what `build` returned.
+fn finishes_within<T: Send + 'static>(
+    seconds: u64,
+    what: String,
+    build: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(build());
+    });
+    match receiver.recv_timeout(std::time::Duration::from_secs(seconds)) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what} did not finish within {seconds} s")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
+    }
+}
+
+/// ε and δ at and near the edges of what the Gaussian mechanisms accept.
+const EXTREME_EPSILON_DELTA: [(f64, f64); 7] = [
+    (1.0, 1e-6),
+    (1e-300, 1e-6),
+    (f64::MIN_POSITIVE, 1e-6),
+    (5e-324, 1e-100),
+    (500.0, 1e-100),
+    (500.0, 1.0 - 1e-16),
+    (1e-3, 1e-100),
+];
+
+/// A built mechanism must have a finite positive σ and keep its declared ε;
+/// a refusal must be a typed parameter error.
+fn check_gaussian_outcome(sigma: dpkit_core::Result<(f64, f64)>, epsilon: f64, what: &str) {
+    match sigma {
+        Ok((sigma, declared)) => {
+            assert!(sigma.is_finite() && sigma > 0.0, "{what}: σ = {sigma}");
+            assert!(declared <= epsilon, "{what}: declared ε = {declared}");
+        }
+        Err(error) => assert!(
+            matches!(error, Error::InvalidParameter { .. }),
+            "{what}: {error}"
+        ),
+    }
+}
+
+#[test]
+fn gaussian_calibration_ends_for_any_finite_sensitivity_and_epsilon() {
+    let sensitivities = [
+        1e308,
+        f64::MAX,
+        1e300,
+        1e-300,
+        f64::MIN_POSITIVE,
+        5e-324,
+        3.0,
+    ];
+    for sensitivity in sensitivities {
+        for (epsilon, delta) in EXTREME_EPSILON_DELTA {
+            let what = format!("Gaussian::new({epsilon:e}, {delta:e}, {sensitivity:e})");
+            let outcome = finishes_within(10, what.clone(), move || {
+                let mut rng = dpkit_core::rng::InsecureSeededRng::from_seed_for_testing(3);
+                let gaussian = Gaussian::new(epsilon, delta, sensitivity)?;
+                gaussian.privatize_with_rng(0.0, &mut rng)?;
+                Ok((gaussian.sigma(), gaussian.privacy().epsilon()))
+            });
+            check_gaussian_outcome(outcome, epsilon, &what);
+            let what = format!("analytic_gaussian_sigma({epsilon:e}, {delta:e}, {sensitivity:e})");
+            let outcome = finishes_within(10, what.clone(), move || {
+                analytic_gaussian_sigma(epsilon, delta, sensitivity).map(|sigma| (sigma, 0.0))
+            });
+            check_gaussian_outcome(outcome, epsilon, &what);
+        }
+    }
+}
+
+#[test]
+fn discrete_gaussian_calibration_ends_for_any_sensitivity_and_epsilon() {
+    use dpkit_core::mechanism::IntegerMechanism;
+    for sensitivity in [1, 3, 1 << 53, u64::MAX] {
+        for (epsilon, delta) in EXTREME_EPSILON_DELTA {
+            let what = format!("DiscreteGaussian::new({epsilon:e}, {delta:e}, {sensitivity})");
+            let outcome = finishes_within(10, what.clone(), move || {
+                let mut rng = dpkit_core::rng::InsecureSeededRng::from_seed_for_testing(4);
+                let gaussian = DiscreteGaussian::new(epsilon, delta, sensitivity)?;
+                gaussian.privatize_with_rng(0, &mut rng);
+                Ok((gaussian.sigma(), gaussian.privacy().epsilon()))
+            });
+            check_gaussian_outcome(outcome, epsilon, &what);
+        }
+    }
+}

@@ -19,6 +19,20 @@ use crate::sampling::DiscreteGaussianSampler;
 const RESOLUTION_BITS: i32 = 12;
 const MAX_EPSILON: f64 = 500.0;
 const MIN_DELTA: f64 = 1e-100;
+/// Doubling from 1 passes the largest double within 1024 steps.
+const MAX_DOUBLINGS: u32 = 1025;
+/// Halving from 1 passes 1e-12 within 40 steps.
+const MAX_HALVINGS: u32 = 40;
+/// Each bisection step halves `log(high/low)`; from below 2^1064 to 1e-12
+/// takes under 80 steps, and floating-point stalls end at adjacent doubles.
+const MAX_BISECTIONS: u32 = 200;
+/// The discrete Gaussian's σ raised by 0.01% steps stays within this many.
+const MAX_RAISES: u32 = 200_000;
+/// The largest σ of the integer noise: the sampler's realised-loss bound
+/// covers draws up to 38σ, and below 2^47 those, and the tail bounds'
+/// arguments, are integers below 2^53 (exact as doubles, and far from
+/// `i64`/`u64` overflow).
+const MAX_DISCRETE_SIGMA: f64 = 140_737_488_355_328.0; // 2^47
 
 fn normal_cdf(x: f64) -> f64 {
     0.5 * libm::erfc(-x / SQRT_2)
@@ -42,31 +56,104 @@ fn continuous_delta(sigma: f64, epsilon: f64, sensitivity: f64) -> f64 {
 /// sensitivity Δ: the analytic Gaussian mechanism, found by bisection on the
 /// exact privacy profile (to a relative precision of 1e-12, rounded up).
 ///
+/// The profile depends on σ and Δ only through `σ/Δ`, so the search runs at
+/// Δ = 1 and its result is scaled: it takes the same bounded number of steps
+/// for every Δ. A Δ for which σ would not be a finite positive double is
+/// refused.
+///
 /// ```
 /// use dpkit_core::mechanism::analytic_gaussian_sigma;
 /// let sigma = analytic_gaussian_sigma(1.0, 1e-5, 1.0).unwrap();
 /// // Below the classical √(2 ln(1.25/δ))/ε ≈ 4.84
 /// assert!(sigma > 3.0 && sigma < 4.84);
+/// assert!(analytic_gaussian_sigma(1.0, 1e-5, 1e308).is_err());
 /// ```
 pub fn analytic_gaussian_sigma(epsilon: f64, delta: f64, sensitivity: f64) -> Result<f64> {
     let (epsilon, delta) = validate_epsilon_delta(epsilon, delta)?;
     let sensitivity = require_positive("sensitivity", sensitivity)?;
-    let (mut low, mut high) = (sensitivity, sensitivity);
-    while continuous_delta(high, epsilon, sensitivity) > delta {
-        high *= 2.0;
-    }
-    while continuous_delta(low, epsilon, sensitivity) <= delta && low > sensitivity * 1e-12 {
+    let ratio = unit_analytic_sigma(epsilon, delta)?;
+    scale_rounding_up(ratio, sensitivity)
+}
+
+/// The analytic Gaussian's σ for Δ = 1. Each loop has a fixed bound: the
+/// doubling stops where doubles end, the halving at 1e-12, and the geometric
+/// bisection halves `log(high/low)`, which starts below 2^11.
+fn unit_analytic_sigma(epsilon: f64, delta: f64) -> Result<f64> {
+    let too_small = |ratio: f64| continuous_delta(ratio, epsilon, 1.0) > delta;
+    let high = first_doubling_large_enough(too_small)?;
+    let mut low = 1.0;
+    for _ in 0..MAX_HALVINGS {
+        if too_small(low) {
+            break;
+        }
         low /= 2.0;
     }
-    while high / low > 1.0 + 1e-12 {
-        let middle = (low * high).sqrt();
-        if continuous_delta(middle, epsilon, sensitivity) > delta {
+    Ok(bisect(low, high, too_small))
+}
+
+/// The first of `1, 2, 4, …` that is not `too_small`, or an error if none is
+/// a finite double (ε so small that σ overflows).
+fn first_doubling_large_enough(too_small: impl Fn(f64) -> bool) -> Result<f64> {
+    let mut high = 1.0f64;
+    for _ in 0..MAX_DOUBLINGS {
+        if !too_small(high) {
+            return Ok(high);
+        }
+        high *= 2.0;
+    }
+    Err(Error::InvalidParameter {
+        name: "epsilon",
+        reason: "too small for the Gaussian mechanism: σ would not be a finite number".into(),
+    })
+}
+
+/// Narrows `[low, high]` to a relative width of 1e-12 around the boundary of
+/// `too_small`, keeping `high` on the side that is not too small.
+fn bisect(mut low: f64, mut high: f64, too_small: impl Fn(f64) -> bool) -> f64 {
+    for _ in 0..MAX_BISECTIONS {
+        if high / low <= 1.0 + 1e-12 {
+            break;
+        }
+        let middle = geometric_mean(low, high);
+        if too_small(middle) {
             low = middle;
         } else {
             high = middle;
         }
     }
-    Ok(high)
+    high
+}
+
+/// `√(low·high)`, computed without overflow when the product would overflow.
+fn geometric_mean(low: f64, high: f64) -> f64 {
+    let product = low * high;
+    if product.is_finite() {
+        product.sqrt()
+    } else {
+        low * (high / low).sqrt()
+    }
+}
+
+/// `ratio · sensitivity` rounded up (never below the exact product), or an
+/// error if that is not a finite positive double.
+fn scale_rounding_up(ratio: f64, sensitivity: f64) -> Result<f64> {
+    let product = ratio * sensitivity;
+    // The fused multiply-add gives the sign of the rounding error exactly.
+    let sigma = if ratio.mul_add(sensitivity, -product) > 0.0 {
+        product.next_up()
+    } else {
+        product
+    };
+    if sigma.is_finite() && sigma > 0.0 {
+        return Ok(sigma);
+    }
+    Err(Error::InvalidParameter {
+        name: "sensitivity",
+        reason: format!(
+            "{sensitivity:e} is out of range for the Gaussian mechanism at this ε and δ \
+             (σ = {ratio:e}·Δ is not a finite positive number)"
+        ),
+    })
 }
 
 fn validate_epsilon_delta(epsilon: f64, delta: f64) -> Result<(f64, f64)> {
@@ -75,7 +162,7 @@ fn validate_epsilon_delta(epsilon: f64, delta: f64) -> Result<(f64, f64)> {
         return Err(Error::InvalidParameter {
             name: "epsilon",
             reason: format!(
-                "must be at most {MAX_EPSILON} for the Gaussian mechanism, got {epsilon}"
+                "must be at most {MAX_EPSILON} for the Gaussian mechanism, got {epsilon:e}"
             ),
         });
     }
@@ -83,7 +170,7 @@ fn validate_epsilon_delta(epsilon: f64, delta: f64) -> Result<(f64, f64)> {
         return Err(Error::InvalidParameter {
             name: "delta",
             reason: format!(
-                "must lie in [{MIN_DELTA:e}, 1) for the Gaussian mechanism, got {delta}"
+                "must lie in [{MIN_DELTA:e}, 1) for the Gaussian mechanism, got {delta:e}"
             ),
         });
     }
@@ -99,7 +186,9 @@ fn validate_epsilon_delta(epsilon: f64, delta: f64) -> Result<(f64, f64)> {
 /// `σ√(2π)·[1, 1 + 3e^(−2π²σ²)]` (Poisson summation).
 fn discrete_tail_bounds(sigma: f64, n: f64) -> (f64, f64) {
     let root_two_pi_sigma = sigma * (2.0 * PI).sqrt();
-    let integral_from = |start: f64| 1.0 - normal_cdf(start / sigma);
+    // Φ(−x), not 1 − Φ(x): the latter rounds to 0 beyond x ≈ 8.3, which made
+    // the upper bound 0 (and any σ seem to fit) for δ below about 1e-16.
+    let integral_from = |start: f64| normal_cdf(-start / sigma);
     let first_term = (-(n * n) / (2.0 * sigma * sigma)).exp() / root_two_pi_sigma;
     let (lower_sum, upper_sum) = if n - 0.5 >= sigma {
         (integral_from(n) + first_term / 2.0, integral_from(n - 0.5))
@@ -139,6 +228,41 @@ fn discrete_delta_upper_bound(sigma: f64, sensitivity: u64, epsilon: f64) -> f64
     (first_upper - scaled).max(0.0)
 }
 
+/// The first of `σ, 1.0001σ, 1.0001²σ, …` whose proven discrete δ at ε is at
+/// most `delta`, within [`MAX_RAISES`] steps and [`MAX_DISCRETE_SIGMA`].
+fn raise_until_discrete_delta_fits(
+    mut sigma: f64,
+    sensitivity: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<f64> {
+    for _ in 0..MAX_RAISES {
+        require_discrete_sigma(sigma)?;
+        if discrete_delta_upper_bound(sigma, sensitivity, epsilon) <= delta {
+            return Ok(sigma);
+        }
+        sigma *= 1.0001;
+    }
+    Err(Error::InvalidParameter {
+        name: "delta",
+        reason: "the discrete Gaussian could not be calibrated".into(),
+    })
+}
+
+/// Refuses a σ the exact integer sampler cannot serve (see [`MAX_DISCRETE_SIGMA`]).
+fn require_discrete_sigma(sigma: f64) -> Result<()> {
+    if sigma <= MAX_DISCRETE_SIGMA {
+        return Ok(());
+    }
+    Err(Error::InvalidParameter {
+        name: "sigma",
+        reason: format!(
+            "the noise would need σ = {sigma:e} grid steps, above the exact sampler's limit \
+             of 2^47; raise ε or δ, or lower the sensitivity"
+        ),
+    })
+}
+
 /// A discrete Gaussian calibrated for integer sensitivity `d`.
 #[derive(Debug, Clone)]
 struct CalibratedDiscreteGaussian {
@@ -155,19 +279,15 @@ impl CalibratedDiscreteGaussian {
         let (epsilon, delta) = validate_epsilon_delta(epsilon, delta)?;
         let inner_delta = delta * (1.0 - 1e-6);
         let mut inner_epsilon = epsilon * (1.0 - CALIBRATION_MARGIN);
-        let mut sigma = analytic_gaussian_sigma(inner_epsilon, inner_delta, sensitivity as f64)?;
+        // Not `analytic_gaussian_sigma`: the inner δ may lie just below MIN_DELTA.
+        let start = unit_analytic_sigma(inner_epsilon, inner_delta)?;
+        let mut sigma = scale_rounding_up(start, sensitivity as f64)?;
         for _attempt in 0..3 {
-            let mut steps = 0;
-            while discrete_delta_upper_bound(sigma, sensitivity, inner_epsilon) > inner_delta {
-                sigma *= 1.0001;
-                steps += 1;
-                if steps > 200_000 {
-                    return Err(Error::InvalidParameter {
-                        name: "delta",
-                        reason: "the discrete Gaussian could not be calibrated".into(),
-                    });
-                }
+            if inner_epsilon <= 0.0 {
+                break;
             }
+            sigma =
+                raise_until_discrete_delta_fits(sigma, sensitivity, inner_epsilon, inner_delta)?;
             let sampler = DiscreteGaussianSampler::new(sigma)?;
             let spread = sampler.log_spread_bound();
             if inner_epsilon + 2.0 * spread <= epsilon && spread < 1e-6 {
@@ -388,6 +508,31 @@ mod tests {
                 lower <= exact && exact <= upper,
                 "n={n}: {lower} {exact} {upper}"
             );
+        }
+    }
+
+    #[test]
+    fn discrete_tail_bounds_hold_far_in_the_tail() {
+        // Beyond about 8.3σ, 1 − Φ(x) rounds to 0; the bounds must not.
+        let sigma: f64 = 2.5;
+        let weight = |y: f64| (-(y * y) / (2.0 * sigma * sigma)).exp();
+        let normaliser: f64 = (-200..=200).map(|y| weight(y as f64)).sum();
+        for n in [21, 25, 30, 40] {
+            let exact: f64 = (n..=200).map(|y| weight(y as f64)).sum::<f64>() / normaliser;
+            let (lower, upper) = discrete_tail_bounds(sigma, n as f64);
+            assert!(
+                lower <= exact && exact <= upper,
+                "n={n}: {lower:e} {exact:e} {upper:e}"
+            );
+        }
+    }
+
+    #[test]
+    fn analytic_sigma_is_proportional_to_the_sensitivity() {
+        let unit = analytic_gaussian_sigma(1.0, 1e-6, 1.0).unwrap();
+        for scale in [1e-280, 1e-12, 3.0, 1e12, 1e300] {
+            let sigma = analytic_gaussian_sigma(1.0, 1e-6, scale).unwrap();
+            assert!(sigma >= unit * scale && sigma <= unit * scale * (1.0 + 1e-15));
         }
     }
 }

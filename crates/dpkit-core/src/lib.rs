@@ -49,6 +49,7 @@ pub mod mechanism;
 pub mod rng;
 pub mod sampling;
 pub mod sensitivity;
+mod shared_tables;
 pub mod statistics;
 
 pub use error::{Error, Result};

@@ -1,5 +1,7 @@
 //! The staircase mechanisms (Geng & Viswanath 2014; Geng, Kairouz, Oh & Viswanath 2015).
 
+use std::sync::Arc;
+
 use rand_core::CryptoRng;
 
 use super::staircase_noise::StaircaseNoise;
@@ -89,7 +91,7 @@ pub struct Staircase {
     epsilon: f64,
     sensitivity: f64,
     lattice: Lattice,
-    noise: StaircaseNoise,
+    noise: Arc<StaircaseNoise>,
 }
 
 impl Staircase {
@@ -115,7 +117,7 @@ impl Staircase {
         if gamma > 0.0 && gamma < 1.0 {
             rise = rise.clamp(1, period - 1);
         }
-        let noise = StaircaseNoise::new(period, rise, epsilon * (1.0 - CALIBRATION_MARGIN))?;
+        let noise = StaircaseNoise::shared(period, rise, epsilon * (1.0 - CALIBRATION_MARGIN))?;
         require_within_declared(noise.realised_loss_bound(), epsilon)?;
         Ok(Self {
             epsilon,
@@ -210,7 +212,7 @@ impl NoiseAccuracy for Staircase {
 #[derive(Debug, Clone)]
 pub struct DiscreteStaircase {
     epsilon: f64,
-    noise: StaircaseNoise,
+    noise: Arc<StaircaseNoise>,
 }
 
 impl DiscreteStaircase {
@@ -246,7 +248,8 @@ impl DiscreteStaircase {
                 reason: format!("must lie in 1..={sensitivity}, got {rise}"),
             });
         }
-        let noise = StaircaseNoise::new(sensitivity, rise, epsilon * (1.0 - CALIBRATION_MARGIN))?;
+        let noise =
+            StaircaseNoise::shared(sensitivity, rise, epsilon * (1.0 - CALIBRATION_MARGIN))?;
         require_within_declared(noise.realised_loss_bound(), epsilon)?;
         Ok(Self { epsilon, noise })
     }

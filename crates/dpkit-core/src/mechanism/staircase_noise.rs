@@ -2,9 +2,12 @@
 
 use rand_core::Rng;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::sampling::alias_table::{AliasTable, LOW_63_BITS};
 use crate::sampling::{ExactBernoulli, GeometricSampler, uniform_below};
+use crate::shared_tables::SharedTables;
 
 /// Symmetric integer noise with period `N` and rise `r ∈ 0..=N`
 /// (reference §Staircase, discrete form):
@@ -69,6 +72,14 @@ const MAX_TABLE_BITS: u32 = 12;
 impl StaircaseNoise {
     /// Noise whose realised loss for a shift of `period` is ≤ `epsilon`,
     /// calibrated to `log_ratio` (slightly below ε) per period.
+    /// The noise for (N, r, s), built once per process and shared.
+    pub(crate) fn shared(period: u64, rise: u64, log_ratio: f64) -> Result<Arc<Self>> {
+        static TABLES: SharedTables<(u64, u64, u64), StaircaseNoise> = SharedTables::new();
+        TABLES.get_or_build((period, rise, log_ratio.to_bits()), || {
+            Self::new(period, rise, log_ratio)
+        })
+    }
+
     pub(crate) fn new(period: u64, rise: u64, log_ratio: f64) -> Result<Self> {
         assert!(period >= 1 && rise <= period);
         // As for the geometric: ratios beyond e^(−700) are sampled as e^(−700),

@@ -1,10 +1,13 @@
 //! Two-sided geometric (discrete Laplace) noise, in one or two random words.
 
+use std::sync::Arc;
+
 use rand_core::Rng;
 
 use super::alias_table::{AliasTable, LOW_63_BITS};
 use super::geometric::{GeometricSampler, LN_4, MAX_BLOCK_BITS};
 use crate::error::Result;
+use crate::shared_tables::SharedTables;
 
 /// Two-sided geometric (discrete Laplace): `P(Z = z) ∝ e^(-s·|z|)` on all integers.
 ///
@@ -36,9 +39,18 @@ use crate::error::Result;
 /// ```
 #[derive(Debug, Clone)]
 pub struct TwoSidedGeometricSampler {
+    shared: Arc<Tables>,
+}
+
+/// Everything built for one `s`: the magnitude sampler and the strategy.
+#[derive(Debug)]
+struct Tables {
     magnitude: GeometricSampler,
     strategy: Strategy,
 }
+
+/// Tables built once per `s` and shared (see `crate::shared_tables`).
+static TABLES: SharedTables<u64, Tables> = SharedTables::new();
 
 #[derive(Debug, Clone)]
 enum Strategy {
@@ -79,15 +91,26 @@ const TAIL_EXPONENT: f64 = 4.2;
 impl TwoSidedGeometricSampler {
     /// `P(Z = z) ∝ e^(-unit_log_ratio·|z|)`.
     pub fn new(unit_log_ratio: f64) -> Result<Self> {
-        let magnitude = GeometricSampler::new(unit_log_ratio)?;
-        let s = magnitude.unit_log_ratio();
+        let shared = TABLES.get_or_build(unit_log_ratio.to_bits(), || {
+            let magnitude = GeometricSampler::new(unit_log_ratio)?;
+            let strategy = Self::strategy_for(magnitude.unit_log_ratio())?;
+            Ok(Tables {
+                magnitude,
+                strategy,
+            })
+        })?;
+        Ok(Self { shared })
+    }
+
+    /// The sampling strategy for `s`, with its tables.
+    fn strategy_for(s: f64) -> Result<Strategy> {
         // Tables whose smallest cell would be below their resolution (very
         // large s) are refused, and the exact sign-magnitude sampler is used.
         let direct = (s >= DIRECT_TABLE_MIN_S)
             .then(|| DirectTable::new(s))
             .flatten()
             .filter(|direct| direct.table.log_spread() <= MAX_TABLE_SPREAD);
-        let strategy = match direct {
+        Ok(match direct {
             Some(direct) => Strategy::Direct(direct),
             None if s < DIRECT_TABLE_MIN_S => match BlockedTables::new(s)? {
                 Some(blocked)
@@ -99,21 +122,17 @@ impl TwoSidedGeometricSampler {
                 _ => Strategy::SignMagnitude,
             },
             None => Strategy::SignMagnitude,
-        };
-        Ok(Self {
-            magnitude,
-            strategy,
         })
     }
 
     /// The ideal ratio `α = e^(-s)`.
     pub fn ratio(&self) -> f64 {
-        (-self.magnitude.unit_log_ratio()).exp()
+        (-self.shared.magnitude.unit_log_ratio()).exp()
     }
 
     /// The ideal `s = −ln α`.
     pub fn unit_log_ratio(&self) -> f64 {
-        self.magnitude.unit_log_ratio()
+        self.shared.magnitude.unit_log_ratio()
     }
 
     /// A proven upper bound on the privacy loss `ln P(Z = a) − ln P(Z = b)`
@@ -134,10 +153,10 @@ impl TwoSidedGeometricSampler {
             2.0 * (tail.log_deviation_bound_at_zero()
                 + tail.log_deviation_difference_bound(depth.saturating_add(1)))
         };
-        let excess = match &self.strategy {
-            Strategy::SignMagnitude => return self.magnitude.log_ratio_bound(shift),
+        let excess = match &self.shared.strategy {
+            Strategy::SignMagnitude => return self.shared.magnitude.log_ratio_bound(shift),
             Strategy::Direct(direct) => {
-                direct.table.log_spread() + tail_term(&self.magnitude, shift)
+                direct.table.log_spread() + tail_term(&self.shared.magnitude, shift)
             }
             Strategy::Blocked(blocked) => {
                 let depth = shift.div_ceil(1 << blocked.block_bits);
@@ -174,11 +193,11 @@ impl TwoSidedGeometricSampler {
     /// One draw.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
-        match &self.strategy {
-            Strategy::Direct(direct) => direct.sample(&self.magnitude, rng),
+        match &self.shared.strategy {
+            Strategy::Direct(direct) => direct.sample(&self.shared.magnitude, rng),
             Strategy::Blocked(blocked) => blocked.sample(rng),
             Strategy::SignMagnitude => loop {
-                let (negative, magnitude) = self.magnitude.sample_with_sign(rng);
+                let (negative, magnitude) = self.shared.magnitude.sample_with_sign(rng);
                 let magnitude = magnitude.min(i64::MAX as u64) as i64;
                 match (negative, magnitude) {
                     (true, 0) => continue,

@@ -15,9 +15,6 @@ use crate::accuracy::NoiseAccuracy;
 use crate::error::{Error, Result};
 use crate::sensitivity::LossGrowth;
 
-/// The Gaussian's output grid: at least 2^12 points per min(Δ, σ).
-const GAUSSIAN_GRID_BITS: i32 = 12;
-
 /// What a mechanism releases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Input {
@@ -139,7 +136,8 @@ impl MechanismKind {
         match self {
             Self::Laplace => Some(Laplace::GRID_BITS),
             Self::Staircase | Self::StaircaseL2 => Some(Staircase::GRID_BITS),
-            Self::Gaussian => Some(GAUSSIAN_GRID_BITS),
+            // At least 2^bits points per min(Δ, σ) ≤ Δ.
+            Self::Gaussian => Some(super::gaussian::RESOLUTION_BITS),
             _ => None,
         }
     }

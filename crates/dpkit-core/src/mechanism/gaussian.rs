@@ -16,7 +16,7 @@ use crate::error::{Error, Result, require_positive};
 use crate::lattice::Lattice;
 use crate::sampling::DiscreteGaussianSampler;
 
-const RESOLUTION_BITS: i32 = 12;
+pub(crate) const RESOLUTION_BITS: i32 = 12;
 const MAX_EPSILON: f64 = 500.0;
 const MIN_DELTA: f64 = 1e-100;
 /// Doubling from 1 passes the largest double within 1024 steps.

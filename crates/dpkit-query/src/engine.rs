@@ -353,6 +353,7 @@ fn explanation(query: &PrivateQuery, noise: &NoisePlan, settings: &ReleaseSettin
             let what = match (&aggregate.kind, position) {
                 (AggregateKind::CountRows, _) => "count of rows".to_string(),
                 (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
+                (AggregateKind::CountPeople, _) => "distinct people".to_string(),
                 (AggregateKind::Sum { column, bounds, .. }, _)
                 | (AggregateKind::Avg { column, bounds }, 0) => {
                     format!("sum of {column} in [{}, {}]", bounds.0, bounds.1)

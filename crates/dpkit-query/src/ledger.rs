@@ -9,13 +9,30 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::{QueryError, Result};
 
+/// The largest ε a ledger counts, as a total budget or as one query's cost.
+///
+/// ε is stored in integer units of 10⁻¹⁵ in SQLite's 64-bit integers, whose
+/// ceiling is ε ≈ 9,223. A thousand is far beyond any meaningful guarantee
+/// (a loss of e¹⁰⁰⁰ bounds nothing) and far below that ceiling, so a total
+/// and one more charge always fit; the arithmetic on units is checked all the
+/// same, so a damaged ledger file gives an error, never a panic or a wrap.
+pub const MAX_EPSILON: f64 = 1000.0;
+
 /// ε is stored in integer units of 10⁻¹⁵, so sums of decimal costs are exact.
 const UNITS_PER_EPSILON: f64 = 1e15;
 /// δ sums may round; this much slack keeps a spend of exactly the rest possible.
 const DELTA_SLACK: f64 = 1e-18;
 
-fn to_units(epsilon: f64) -> i64 {
-    (epsilon * UNITS_PER_EPSILON).round() as i64
+/// `epsilon` in ledger units, if it is finite, > 0 and at most [`MAX_EPSILON`];
+/// `what` names it in the refusal.
+fn to_units(what: &str, epsilon: f64) -> Result<i64> {
+    if epsilon.is_finite() && epsilon > 0.0 && epsilon <= MAX_EPSILON {
+        // At most 1e18: the cast is exact and cannot saturate.
+        return Ok((epsilon * UNITS_PER_EPSILON).round() as i64);
+    }
+    Err(QueryError::Budget(format!(
+        "{what} ε must be finite, > 0 and at most {MAX_EPSILON}, got {epsilon}"
+    )))
 }
 
 fn from_units(units: i64) -> f64 {
@@ -76,7 +93,16 @@ impl Ledger {
     /// Opens the ledger at `path`, creating it with the given totals if it
     /// does not exist (totals of an existing ledger are kept: editing the
     /// description does not raise a budget already granted).
+    ///
+    /// A total ε that is not finite, ≤ 0 or above [`MAX_EPSILON`], or a total
+    /// δ outside `[0, 1)`, is refused before the file is touched.
     pub fn open(path: &Path, total_epsilon: f64, total_delta: f64) -> Result<Self> {
+        let total_units = to_units("the total", total_epsilon)?;
+        if !(0.0..1.0).contains(&total_delta) {
+            return Err(QueryError::Budget(format!(
+                "the total δ must lie in [0, 1), got {total_delta}"
+            )));
+        }
         let connection = Connection::open(path).map_err(|e| ledger_error(path, e))?;
         let ledger = Self {
             connection,
@@ -105,7 +131,7 @@ impl Ledger {
             .connection
             .execute(
                 "INSERT OR IGNORE INTO budget (id, epsilon_units, delta) VALUES (1, ?1, ?2)",
-                params![to_units(total_epsilon), total_delta],
+                params![total_units, total_delta],
             )
             .map_err(|e| ledger.error(e))?;
         Ok(ledger)
@@ -121,8 +147,10 @@ impl Ledger {
     }
 
     /// Commits `cost` to disk if it fits the remaining budget, else refuses
-    /// with [`QueryError::Budget`] and records nothing.
+    /// with [`QueryError::Budget`] and records nothing. A cost whose ε is
+    /// above [`MAX_EPSILON`] is refused before the ledger is read.
     pub fn charge(&self, cost: PrivacyLoss, query: &str) -> Result<Charge> {
+        let units = to_units("the query's", cost.epsilon())?;
         let mut connection = Connection::open(&self.path).map_err(|e| self.error(e))?;
         connection
             .busy_timeout(std::time::Duration::from_secs(10))
@@ -132,26 +160,8 @@ impl Ledger {
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.error(e))?;
-        let state = read_state(&transaction).map_err(|e| self.error(e))?;
-        let units = to_units(cost.epsilon());
-        let spent_units = to_units(state.spent_epsilon);
-        let total_units = to_units(state.total_epsilon);
-        if spent_units + units > total_units {
-            return Err(QueryError::Budget(format!(
-                "the query costs ε = {} but only ε = {} of {} remains",
-                cost.epsilon(),
-                from_units(total_units - spent_units),
-                state.total_epsilon
-            )));
-        }
-        if state.spent_delta + cost.delta() > state.total_delta + DELTA_SLACK {
-            return Err(QueryError::Budget(format!(
-                "the query costs δ = {:e} but only δ = {:e} of {:e} remains",
-                cost.delta(),
-                state.remaining_delta(),
-                state.total_delta
-            )));
-        }
+        let totals = read_totals(&transaction).map_err(|e| self.error(e))?;
+        check_fits(&totals, units, cost)?;
         transaction
             .execute(
                 "INSERT INTO spends (query, epsilon_units, delta, status) VALUES (?1, ?2, ?3, 'charged')",
@@ -175,7 +185,16 @@ impl Ledger {
     }
 }
 
-fn read_state(connection: &Connection) -> rusqlite::Result<BudgetState> {
+/// The ledger's totals and sums, with ε in exact units.
+struct Totals {
+    total_units: i64,
+    total_delta: f64,
+    spent_units: i64,
+    spent_delta: f64,
+    queries: i64,
+}
+
+fn read_totals(connection: &Connection) -> rusqlite::Result<Totals> {
     let (total_units, total_delta): (i64, f64) = connection
         .query_row(
             "SELECT epsilon_units, delta FROM budget WHERE id = 1",
@@ -184,24 +203,184 @@ fn read_state(connection: &Connection) -> rusqlite::Result<BudgetState> {
         )
         .optional()?
         .unwrap_or((0, 0.0));
+    // SQLite's SUM fails with "integer overflow" rather than wrapping.
     let (spent_units, spent_delta, queries): (i64, f64, i64) = connection.query_row(
         "SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta), 0.0), COUNT(*)
          FROM spends WHERE status = 'charged'",
         [],
         |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
     )?;
-    Ok(BudgetState {
-        total_epsilon: from_units(total_units),
+    Ok(Totals {
+        total_units,
         total_delta,
-        spent_epsilon: from_units(spent_units),
+        spent_units,
         spent_delta,
-        queries: queries as u64,
+        queries,
     })
+}
+
+fn read_state(connection: &Connection) -> rusqlite::Result<BudgetState> {
+    let totals = read_totals(connection)?;
+    Ok(BudgetState {
+        total_epsilon: from_units(totals.total_units),
+        total_delta: totals.total_delta,
+        spent_epsilon: from_units(totals.spent_units),
+        spent_delta: totals.spent_delta,
+        queries: u64::try_from(totals.queries).unwrap_or(0),
+    })
+}
+
+/// Refuses `cost` (`units` of ε) unless it fits what `totals` leave, with
+/// checked arithmetic: sums a ledger cannot hold are refused, not wrapped.
+fn check_fits(totals: &Totals, units: i64, cost: PrivacyLoss) -> Result<()> {
+    let remaining = totals.total_units.checked_sub(totals.spent_units);
+    let fits = remaining.is_some_and(|remaining| units <= remaining);
+    if !fits {
+        return Err(QueryError::Budget(format!(
+            "the query costs ε = {} but only ε = {} of {} remains",
+            cost.epsilon(),
+            remaining.map_or(0.0, |r| from_units(r.max(0))),
+            from_units(totals.total_units)
+        )));
+    }
+    let remaining_delta = (totals.total_delta - totals.spent_delta).max(0.0);
+    if totals.spent_delta + cost.delta() > totals.total_delta + DELTA_SLACK {
+        return Err(QueryError::Budget(format!(
+            "the query costs δ = {:e} but only δ = {:e} of {:e} remains",
+            cost.delta(),
+            remaining_delta,
+            totals.total_delta
+        )));
+    }
+    Ok(())
 }
 
 fn ledger_error(path: &Path, error: rusqlite::Error) -> QueryError {
     QueryError::Ledger {
         path: path.display().to_string(),
         reason: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh ledger file path for one test.
+    fn temporary(name: &str) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("dpkit-ledger-{name}-{}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    fn pure(epsilon: f64) -> PrivacyLoss {
+        PrivacyLoss::pure(epsilon).unwrap()
+    }
+
+    #[test]
+    fn totals_the_ledger_cannot_count_are_refused_before_the_file_exists() {
+        let path = temporary("huge-total");
+        for total in [
+            1e6,
+            9_300.0,
+            MAX_EPSILON * 1.000_001,
+            f64::INFINITY,
+            f64::NAN,
+            0.0,
+            -1.0,
+        ] {
+            let error = Ledger::open(&path, total, 0.0).err();
+            assert!(
+                matches!(error, Some(QueryError::Budget(_))),
+                "total {total}"
+            );
+            assert!(!path.exists(), "total {total}");
+        }
+        for delta in [1.0, -1e-9, f64::NAN] {
+            assert!(matches!(
+                Ledger::open(&path, 1.0, delta),
+                Err(QueryError::Budget(_))
+            ));
+        }
+        assert!(Ledger::open(&path, MAX_EPSILON, 0.0).is_ok());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn charges_of_any_size_never_panic_and_never_overspend() {
+        let path = temporary("any-size");
+        let ledger = Ledger::open(&path, MAX_EPSILON, 0.0).unwrap();
+        let costs = [
+            1e-15,
+            1.0,
+            998.0,
+            1e300,
+            9_000.0,
+            1e6,
+            MAX_EPSILON,
+            1.0,
+            1e-15,
+        ];
+        for _round in 0..3 {
+            for cost in costs {
+                match ledger.charge(pure(cost), "q") {
+                    Ok(_) => assert!(cost <= MAX_EPSILON),
+                    Err(QueryError::Budget(message)) => assert!(!message.contains('\n')),
+                    Err(other) => panic!("ε = {cost}: {other}"),
+                }
+                let state = ledger.state().unwrap();
+                assert!(
+                    state.spent_epsilon <= state.total_epsilon,
+                    "after ε = {cost}"
+                );
+            }
+        }
+        let state = ledger.state().unwrap();
+        assert_eq!(
+            state.spent_epsilon, MAX_EPSILON,
+            "the budget is used exactly"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_refused_charge_records_nothing() {
+        let path = temporary("refused");
+        let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
+        ledger.charge(pure(4.0), "kept").unwrap();
+        for cost in [1e6, 1e300, MAX_EPSILON * 2.0, 6.5] {
+            assert!(matches!(
+                ledger.charge(pure(cost), "refused"),
+                Err(QueryError::Budget(_))
+            ));
+        }
+        let state = ledger.state().unwrap();
+        assert_eq!((state.spent_epsilon, state.queries), (4.0, 1));
+        let rows: i64 = ledger
+            .connection
+            .query_row("SELECT COUNT(*) FROM spends", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(rows, 1, "no row for a refused charge");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_ledger_gives_an_error_not_a_panic() {
+        let path = temporary("damaged");
+        let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
+        ledger
+            .connection
+            .execute_batch(
+                "UPDATE budget SET epsilon_units = -9223372036854775807;
+                 INSERT INTO spends (query, epsilon_units, delta, status)
+                 VALUES ('a', 9223372036854775807, 0.0, 'charged');",
+            )
+            .unwrap();
+        assert!(matches!(
+            ledger.charge(pure(1.0), "q"),
+            Err(QueryError::Budget(_))
+        ));
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -516,7 +516,7 @@ fn aggregate_cell(
     plan: &NoisePlan,
 ) -> Cell {
     match kind {
-        AggregateKind::CountRows | AggregateKind::CountColumn(_) => {
+        AggregateKind::CountRows | AggregateKind::CountColumn(_) | AggregateKind::CountPeople => {
             // Rounding and clamping to [0, ceiling] only move the value towards
             // any count in that range, so the interval stays valid.
             let m = measurements[0];

@@ -473,3 +473,49 @@ fn values_beyond_the_bounds_are_clamped_and_nulls_skipped() {
     assert_eq!(value(&row[2]).0, 5.0);
     assert_eq!(value(&row[3]).0, 6.0);
 }
+
+#[test]
+fn count_distinct_id_counts_people_once_per_group() {
+    // Alice visits shops A and B, Bob A twice, Carol B: at most 2 rows each.
+    let csv = "person,shop\nalice,A\nalice,B\nbob,A\nbob,A\ncarol,B\n";
+    let fixture = Fixture::new(
+        "people",
+        "visits.csv",
+        csv,
+        "[table]\nname = \"visits\"\nfile = \"visits.csv\"\n\
+         [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 2\n\
+         [budget]\nepsilon = 1000\n[columns.person]\ntype = \"text\"\n\
+         [columns.shop]\ntype = \"text\"\ndomain = [\"A\", \"B\"]\n",
+        1000.0,
+    );
+    let total = fixture
+        .answer(
+            "SELECT COUNT(DISTINCT person) AS people FROM visits",
+            400.0,
+            3,
+        )
+        .unwrap();
+    assert_eq!(value(&total.rows[0][0]).0, 3.0);
+    let by_shop = fixture
+        .answer(
+            "SELECT shop, COUNT(DISTINCT person) AS people FROM visits GROUP BY shop",
+            400.0,
+            4,
+        )
+        .unwrap();
+    let people: Vec<f64> = by_shop.rows.iter().map(|r| value(&r[1]).0).collect();
+    assert_eq!(people, [2.0, 2.0], "{by_shop:?}");
+    // One person moves one person-count: Δ = 1 alone, k = 2 over groups.
+    let explain = |sql: &str| fixture.engine.explain(sql, &settings(1.0, 0.0)).unwrap();
+    assert!(explain("SELECT COUNT(DISTINCT person) FROM visits").contains("Δ = 1:"));
+    assert!(
+        explain("SELECT shop, COUNT(DISTINCT person) FROM visits GROUP BY shop").contains("Δ = 2:")
+    );
+    let refused = fixture
+        .engine
+        .plan("SELECT COUNT(DISTINCT shop) FROM visits");
+    assert!(
+        matches!(refused, Err(QueryError::NotPrivate(_))),
+        "{refused:?}"
+    );
+}

@@ -39,6 +39,9 @@ use super::global::Neighbouring;
 pub enum RowValues {
     /// A count: each row adds 1.
     Count,
+    /// A count of distinct people: each person adds 1 to each group they
+    /// have a row in, however many rows.
+    People,
     /// A sum of values within `[lower, upper]`.
     Bounded {
         /// Smallest value.
@@ -53,7 +56,7 @@ pub enum RowValues {
 impl RowValues {
     fn bounds(self) -> (f64, f64) {
         match self {
-            Self::Count => (0.0, 1.0),
+            Self::Count | Self::People => (0.0, 1.0),
             Self::Bounded { lower, upper, .. } => (lower, upper),
         }
     }
@@ -61,7 +64,7 @@ impl RowValues {
     /// Whether every row's value is a whole number.
     pub fn is_integer(self) -> bool {
         match self {
-            Self::Count => true,
+            Self::Count | Self::People => true,
             Self::Bounded { integer, .. } => integer,
         }
     }
@@ -125,6 +128,9 @@ impl GroupedSensitivity {
                 2,
             ),
         };
+        if values == RowValues::People {
+            return Ok(Self::people(rows_per_person, spread, neighbouring));
+        }
         let single = spread == Spread::Single;
         Ok(Self {
             per_group,
@@ -133,6 +139,25 @@ impl GroupedSensitivity {
             l2: if single { per_group } else { l2 },
             groups_moved: if single { 1 } else { moved * rows_per_person },
         })
+    }
+}
+
+impl GroupedSensitivity {
+    /// A count of distinct people: one person moves each of their groups by
+    /// 1 (adding or removing them), or by 1 in each of up to `2k` groups
+    /// (replacing them), so L1 is the number of groups moved and L2 its root.
+    fn people(rows_per_person: u64, spread: Spread, neighbouring: Neighbouring) -> Self {
+        let moved = match (spread, neighbouring) {
+            (Spread::Single, _) => 1,
+            (Spread::Groups, Neighbouring::AddRemove) => rows_per_person,
+            (Spread::Groups, Neighbouring::Replace) => 2 * rows_per_person,
+        };
+        Self {
+            per_group: 1.0,
+            l1: moved as f64,
+            l2: (moved as f64).sqrt(),
+            groups_moved: moved,
+        }
     }
 }
 
@@ -286,6 +311,20 @@ mod tests {
             Neighbouring::AddRemove,
         );
         assert!(calibrate(LossGrowth::Linear, 1.0, &many, Some(10)).is_err());
+    }
+
+    #[test]
+    fn distinct_people_move_each_group_by_one() {
+        let m = moved(
+            RowValues::People,
+            3,
+            Spread::Groups,
+            Neighbouring::AddRemove,
+        );
+        assert_eq!((m.per_group, m.l1, m.groups_moved), (1.0, 3.0, 3));
+        assert_eq!(m.l2, 3f64.sqrt());
+        let one = moved(RowValues::People, 3, Spread::Single, Neighbouring::Replace);
+        assert_eq!((one.per_group, one.l1), (1.0, 1.0));
     }
 
     #[test]

@@ -4,13 +4,13 @@
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
-use datafusion::functions_aggregate::expr_fn::count;
+use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
 use datafusion::logical_expr::{Aggregate, Expr, lit, try_cast};
 
 use super::bounds::{Range, range_of};
 use super::{AggregateKind, AggregateRequest, Measurement, not_private, unalias};
 use crate::clamp::clamp_to_bounds;
-use crate::description::Description;
+use crate::description::{Description, PrivacyUnit};
 use crate::error::Result;
 use crate::exact_sum::{exact_sum, round_out_to_grid, summation_grid};
 use crate::total::{Totaliser, Ty};
@@ -97,7 +97,12 @@ fn one(
     };
     let params = &function.params;
     if params.distinct {
-        return Err(not_private("DISTINCT aggregates are not supported"));
+        return count_people(
+            &function.func.name().to_ascii_lowercase(),
+            &params.args,
+            description,
+            measured,
+        );
     }
     if params.filter.is_some() || !params.order_by.is_empty() {
         return Err(not_private(
@@ -210,4 +215,30 @@ fn summed(value: Expr, exponent: i32) -> Expr {
         return datafusion::functions_aggregate::expr_fn::sum(value);
     }
     exact_sum(value, exponent)
+}
+
+/// `COUNT(DISTINCT id)` under the id privacy unit: how many people.
+fn count_people(
+    function_name: &str,
+    args: &[Expr],
+    description: &Description,
+    measured: &mut Measured,
+) -> Result<(AggregateKind, Vec<usize>)> {
+    let id = match &description.privacy_unit {
+        PrivacyUnit::Id { column, .. } => column,
+        PrivacyUnit::Row => {
+            return Err(not_private(
+                "DISTINCT aggregates are not supported (COUNT(DISTINCT id) needs the id privacy unit)",
+            ));
+        }
+    };
+    match (function_name, args) {
+        ("count", [argument]) if matches!(unalias(argument), Expr::Column(c) if &c.name == id) => {
+            let m = measured.add(Measurement::People, count_distinct(argument.clone()));
+            Ok((AggregateKind::CountPeople, vec![m]))
+        }
+        _ => Err(not_private(format!(
+            "the only DISTINCT aggregate is COUNT(DISTINCT {id}), the number of people"
+        ))),
+    }
 }

@@ -28,6 +28,8 @@ pub enum AggregateKind {
     CountRows,
     /// `COUNT(expression)`: rows where the expression is not NULL.
     CountColumn(String),
+    /// `COUNT(DISTINCT id)` under the id privacy unit: the number of people.
+    CountPeople,
     /// `SUM(expression)` with the values clamped to public bounds.
     Sum {
         /// The summed column or expression.
@@ -61,6 +63,8 @@ pub struct AggregateRequest {
 pub enum Measurement {
     /// A number of rows.
     Count,
+    /// A number of distinct people (each counts once per group).
+    People,
     /// An exact sum of values clamped to `bounds` (each a multiple of the
     /// summation grid, so that rounding to it stays within them).
     Sum {
@@ -76,6 +80,7 @@ impl Measurement {
     pub fn row_values(&self) -> dpkit_core::sensitivity::RowValues {
         match self {
             Self::Count => dpkit_core::sensitivity::RowValues::Count,
+            Self::People => dpkit_core::sensitivity::RowValues::People,
             Self::Sum { bounds, integer } => dpkit_core::sensitivity::RowValues::Bounded {
                 lower: bounds.0,
                 upper: bounds.1,

@@ -7,6 +7,15 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{QueryError, Result};
+use crate::ledger::MAX_EPSILON;
+
+/// The most rows one person may contribute (`max_rows_per_person`): beyond
+/// it, noise scaled to a person's reach would drown any answer.
+pub const MAX_ROWS_PER_PERSON: u64 = 1_000_000;
+
+/// The most rows a table's public `people` count may stand for
+/// (`people × rows per person`): 2^53, so that every count is exact as a double.
+pub const MAX_PUBLIC_ROWS: u64 = 1 << 53;
 
 /// A dataset's description, read from TOML.
 ///
@@ -155,7 +164,7 @@ struct RawBudget {
 struct RawColumn {
     #[serde(rename = "type")]
     kind: String,
-    bounds: Option<[f64; 2]>,
+    bounds: Option<Vec<f64>>,
     domain: Option<Vec<String>>,
 }
 
@@ -183,87 +192,14 @@ impl Description {
                 raw.table.name
             )));
         }
-        let file = base.join(&raw.table.file);
-        let format = match raw.table.format.as_deref() {
-            Some("parquet") => FileFormat::Parquet,
-            Some("csv") => FileFormat::Csv,
-            None if raw.table.file.ends_with(".parquet") => FileFormat::Parquet,
-            None => FileFormat::Csv,
-            Some(other) => return Err(invalid(format!("format '{other}': use csv or parquet"))),
-        };
-        let privacy_unit = match (
-            raw.privacy_unit.kind.as_str(),
-            raw.privacy_unit.column,
-            raw.privacy_unit.max_rows_per_person,
-        ) {
-            ("row", None, None) => PrivacyUnit::Row,
-            ("id", Some(column), Some(max_rows)) if max_rows >= 1 => {
-                PrivacyUnit::Id { column, max_rows }
-            }
-            ("id", _, _) => {
-                return Err(invalid(
-                    "privacy_unit kind = \"id\" needs column and max_rows_per_person ≥ 1".into(),
-                ));
-            }
-            ("row", _, _) => {
-                return Err(invalid(
-                    "privacy_unit kind = \"row\" takes no other keys".into(),
-                ));
-            }
-            (other, _, _) => {
-                return Err(invalid(format!(
-                    "privacy_unit kind '{other}': use row or id"
-                )));
-            }
-        };
-        let budget = &raw.budget;
-        if !(budget.epsilon.is_finite() && budget.epsilon > 0.0) {
-            return Err(invalid("budget epsilon must be finite and > 0".into()));
-        }
-        if !(0.0..1.0).contains(&budget.delta) {
-            return Err(invalid("budget delta must lie in [0, 1)".into()));
-        }
+        let format = file_format(&raw.table)?;
+        let privacy_unit = privacy_unit(raw.privacy_unit)?;
+        check_people(raw.table.people, &privacy_unit)?;
+        check_budget(&raw.budget)?;
         let mut columns = BTreeMap::new();
         for (name, column) in raw.columns {
-            let kind = match column.kind.as_str() {
-                "integer" => ColumnKind::Integer,
-                "real" => ColumnKind::Real,
-                "text" => ColumnKind::Text,
-                other => {
-                    return Err(invalid(format!(
-                        "column '{name}': type '{other}': use integer, real or text"
-                    )));
-                }
-            };
-            let bounds = match column.bounds {
-                None => None,
-                Some([low, high]) if low.is_finite() && high.is_finite() && low <= high => {
-                    if kind == ColumnKind::Text {
-                        return Err(invalid(format!(
-                            "column '{name}': a text column has no bounds"
-                        )));
-                    }
-                    Some((low, high))
-                }
-                Some(_) => {
-                    return Err(invalid(format!(
-                        "column '{name}': bounds must be finite with low ≤ high"
-                    )));
-                }
-            };
-            if let Some(domain) = &column.domain
-                && domain.is_empty()
-            {
-                return Err(invalid(format!("column '{name}': an empty domain")));
-            }
-            columns.insert(
-                name,
-                ColumnFacts {
-                    bounds,
-                    domain: column.domain,
-                    kind,
-                },
-            );
+            let facts = column_facts(&name, column)?;
+            columns.insert(name, facts);
         }
         if let PrivacyUnit::Id { column, .. } = &privacy_unit
             && !columns.contains_key(column)
@@ -274,12 +210,12 @@ impl Description {
         }
         Ok(Self {
             table: raw.table.name,
-            file,
+            file: base.join(&raw.table.file),
             format,
             public_rows: raw.table.people,
             privacy_unit,
-            budget_epsilon: budget.epsilon,
-            budget_delta: budget.delta,
+            budget_epsilon: raw.budget.epsilon,
+            budget_delta: raw.budget.delta,
             columns,
         })
     }
@@ -288,6 +224,124 @@ impl Description {
     pub fn column(&self, name: &str) -> Option<&ColumnFacts> {
         self.columns.get(name)
     }
+}
+
+fn file_format(table: &RawTable) -> Result<FileFormat> {
+    match table.format.as_deref() {
+        Some("parquet") => Ok(FileFormat::Parquet),
+        Some("csv") => Ok(FileFormat::Csv),
+        None if table.file.ends_with(".parquet") => Ok(FileFormat::Parquet),
+        None => Ok(FileFormat::Csv),
+        Some(other) => Err(invalid(format!("format '{other}': use csv or parquet"))),
+    }
+}
+
+fn privacy_unit(raw: RawPrivacyUnit) -> Result<PrivacyUnit> {
+    match (raw.kind.as_str(), raw.column, raw.max_rows_per_person) {
+        ("row", None, None) => Ok(PrivacyUnit::Row),
+        ("id", Some(column), Some(max_rows)) if (1..=MAX_ROWS_PER_PERSON).contains(&max_rows) => {
+            Ok(PrivacyUnit::Id { column, max_rows })
+        }
+        ("id", Some(_), Some(_)) => Err(invalid(format!(
+            "privacy_unit max_rows_per_person must lie in 1..={MAX_ROWS_PER_PERSON}"
+        ))),
+        ("id", _, _) => Err(invalid(
+            "privacy_unit kind = \"id\" needs column and max_rows_per_person ≥ 1".into(),
+        )),
+        ("row", _, _) => Err(invalid(
+            "privacy_unit kind = \"row\" takes no other keys".into(),
+        )),
+        (other, _, _) => Err(invalid(format!(
+            "privacy_unit kind '{other}': use row or id"
+        ))),
+    }
+}
+
+/// A public number of people must be at least one, and the rows they can
+/// hold (`people × rows per person`) at most [`MAX_PUBLIC_ROWS`].
+fn check_people(people: Option<u64>, unit: &PrivacyUnit) -> Result<()> {
+    let Some(people) = people else {
+        return Ok(());
+    };
+    if people == 0 {
+        return Err(invalid("table people must be ≥ 1".into()));
+    }
+    let rows = people.checked_mul(unit.rows_per_person());
+    if rows.is_none_or(|rows| rows > MAX_PUBLIC_ROWS) {
+        return Err(invalid(format!(
+            "table people × max_rows_per_person must be at most 2^53 = {MAX_PUBLIC_ROWS}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_budget(budget: &RawBudget) -> Result<()> {
+    if !(budget.epsilon.is_finite() && budget.epsilon > 0.0 && budget.epsilon <= MAX_EPSILON) {
+        return Err(invalid(format!(
+            "budget epsilon must be finite, > 0 and at most {MAX_EPSILON}"
+        )));
+    }
+    if !(0.0..1.0).contains(&budget.delta) {
+        return Err(invalid("budget delta must lie in [0, 1)".into()));
+    }
+    Ok(())
+}
+
+fn column_facts(name: &str, column: RawColumn) -> Result<ColumnFacts> {
+    let kind = match column.kind.as_str() {
+        "integer" => ColumnKind::Integer,
+        "real" => ColumnKind::Real,
+        "text" => ColumnKind::Text,
+        other => {
+            return Err(invalid(format!(
+                "column '{name}': type '{other}': use integer, real or text"
+            )));
+        }
+    };
+    let bounds = column
+        .bounds
+        .map(|bounds| column_bounds(name, kind, &bounds))
+        .transpose()?;
+    if let Some(domain) = &column.domain {
+        check_domain(name, domain)?;
+    }
+    Ok(ColumnFacts {
+        bounds,
+        domain: column.domain,
+        kind,
+    })
+}
+
+/// Bounds are exactly two finite numbers, low ≤ high, on a numeric column.
+fn column_bounds(name: &str, kind: ColumnKind, bounds: &[f64]) -> Result<(f64, f64)> {
+    match *bounds {
+        [low, high] if low.is_finite() && high.is_finite() && low <= high => {
+            if kind == ColumnKind::Text {
+                return Err(invalid(format!(
+                    "column '{name}': a text column has no bounds"
+                )));
+            }
+            Ok((low, high))
+        }
+        _ => Err(invalid(format!(
+            "column '{name}': bounds must be two finite numbers [low, high] with low ≤ high"
+        ))),
+    }
+}
+
+/// A domain lists at least one value, each once (a repeated value would be
+/// released twice).
+fn check_domain(name: &str, domain: &[String]) -> Result<()> {
+    if domain.is_empty() {
+        return Err(invalid(format!("column '{name}': an empty domain")));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(repeated) = domain.iter().find(|value| !seen.insert(value.as_str())) {
+        return Err(invalid(format!(
+            "column '{name}': the domain lists '{repeated}' more than once"
+        )));
+    }
+    Ok(())
 }
 
 fn strip(error: QueryError) -> String {
@@ -368,4 +422,99 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
         ));
     }
     Ok(draft)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A valid description with `table`, `unit`, `budget` and `column` lines
+    /// swapped in.
+    fn describe(table: &str, unit: &str, budget: &str, column: &str) -> Result<Description> {
+        let text = format!(
+            "[table]\nname = \"t\"\nfile = \"t.csv\"\n{table}\n\
+             [privacy_unit]\n{unit}\n[budget]\n{budget}\n\
+             [columns.person]\ntype = \"text\"\n[columns.c]\n{column}\n"
+        );
+        Description::from_toml(&text, Path::new("."))
+    }
+
+    const ROW: &str = "kind = \"row\"";
+    const BUDGET: &str = "epsilon = 1.0";
+
+    fn column(column: &str) -> Result<Description> {
+        describe("", ROW, BUDGET, column)
+    }
+
+    /// A refusal is one `Description` line.
+    fn assert_refused(result: Result<Description>, case: &str) {
+        match result {
+            Err(QueryError::Description(reason)) => assert!(!reason.contains('\n'), "{case}"),
+            other => panic!("{case}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_domain_listing_a_value_twice_is_refused() {
+        let result = column("type = \"text\"\ndomain = [\"Female\", \"Female\", \"Male\"]");
+        assert_refused(result, "duplicate domain value");
+        let facts =
+            column("type = \"text\"\ndomain = [\"Female\", \"female\", \"Male \"]").unwrap();
+        assert_eq!(facts.column("c").unwrap().domain.as_ref().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn bounds_must_be_exactly_two_ordered_finite_numbers() {
+        for bounds in [
+            "[17, 90, 100]",
+            "[17]",
+            "[]",
+            "[90, 17]",
+            "[0, inf]",
+            "[nan, 1]",
+        ] {
+            let result = column(&format!("type = \"integer\"\nbounds = {bounds}"));
+            assert_refused(result, bounds);
+        }
+        let facts = column("type = \"integer\"\nbounds = [17, 90.5]").unwrap();
+        assert_eq!(facts.column("c").unwrap().bounds, Some((17.0, 90.5)));
+    }
+
+    #[test]
+    fn people_must_be_at_least_one_and_their_rows_exact_as_doubles() {
+        let id = |max_rows: u64| {
+            format!("kind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = {max_rows}")
+        };
+        let integer = "type = \"integer\"";
+        assert_refused(describe("people = 0", ROW, BUDGET, integer), "0 people");
+        let too_many = format!("people = {}", MAX_PUBLIC_ROWS + 1);
+        assert_refused(describe(&too_many, ROW, BUDGET, integer), "2^53 + 1 rows");
+        let product = format!("people = {}", 1u64 << 40);
+        assert_refused(
+            describe(&product, &id(10_000), BUDGET, integer),
+            "2^40 × 10^4",
+        );
+        let overflow = format!("people = {}", u64::MAX / 2);
+        assert_refused(describe(&overflow, &id(3), BUDGET, integer), "u64 overflow");
+        let most = format!("people = {MAX_PUBLIC_ROWS}");
+        assert!(describe(&most, ROW, BUDGET, integer).is_ok());
+        let product = format!("people = {}", MAX_PUBLIC_ROWS / 1024);
+        assert!(describe(&product, &id(1024), BUDGET, integer).is_ok());
+    }
+
+    #[test]
+    fn budgets_and_rows_per_person_beyond_what_is_counted_are_refused() {
+        let integer = "type = \"integer\"";
+        for epsilon in ["1000.001", "1e6", "9300"] {
+            let budget = format!("epsilon = {epsilon}");
+            assert_refused(describe("", ROW, &budget, integer), epsilon);
+        }
+        assert!(describe("", ROW, "epsilon = 1000", integer).is_ok());
+        let id = |max_rows: u64| {
+            format!("kind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = {max_rows}")
+        };
+        let too_many = id(MAX_ROWS_PER_PERSON + 1);
+        assert_refused(describe("", &too_many, BUDGET, integer), "rows per person");
+        assert!(describe("", &id(MAX_ROWS_PER_PERSON), BUDGET, integer).is_ok());
+    }
 }

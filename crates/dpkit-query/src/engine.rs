@@ -327,8 +327,12 @@ fn planning_message(text: &str) -> String {
             "{name}() does not accept these argument types (SUM and AVG need a numeric column)"
         );
     }
-    if let Some(cut) = message.find(", errors:") {
-        message.truncate(cut);
+    // DataFusion lists the table's columns after an unknown name; they come
+    // from the file's first line, which is data when a file has no header.
+    for marker in [", errors:", ". Valid fields are", ". Did you mean"] {
+        if let Some(cut) = message.find(marker) {
+            message.truncate(cut);
+        }
     }
     message
 }

@@ -274,3 +274,25 @@ fn deep_expressions_are_refused_without_overflowing_the_stack() {
         "refusals spend nothing"
     );
 }
+
+#[test]
+fn errors_never_list_a_first_line_that_may_be_data() {
+    // No header row: the first line is a person's data.
+    let t = Fixture::new(
+        "no-header",
+        "t.csv",
+        "secret-ann,4711\nbob,12\n",
+        "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"row\"\n\
+         [budget]\nepsilon = 1.0\n",
+        1.0,
+    );
+    // A name close to one in the first line makes DataFusion suggest it.
+    let error = t
+        .answer("SELECT COUNT(*) FROM t WHERE secret_ann = 1", 1.0, 1)
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        !message.contains("secret-ann") && !message.contains("4711"),
+        "{message}"
+    );
+}

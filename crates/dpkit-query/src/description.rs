@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use dpkit_core::sensitivity::Neighbouring;
 use serde::Deserialize;
 
 use crate::error::{QueryError, Result};
@@ -58,6 +59,11 @@ pub struct Description {
     pub public_rows: Option<u64>,
     /// Who is protected.
     pub privacy_unit: PrivacyUnit,
+    /// Which neighbouring tables ε holds for: one person added or removed
+    /// (`neighbours = "add-remove"`, the default), or also one person's rows
+    /// replaced by another's (`neighbours = "replace"`, which calibrates for
+    /// both and costs more noise per group).
+    pub neighbouring: Neighbouring,
     /// Each analyst's total budget.
     pub budget_epsilon: f64,
     /// Each analyst's total δ.
@@ -149,6 +155,7 @@ struct RawPrivacyUnit {
     kind: String,
     column: Option<String>,
     max_rows_per_person: Option<u64>,
+    neighbours: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -193,6 +200,7 @@ impl Description {
             )));
         }
         let format = file_format(&raw.table)?;
+        let neighbouring = neighbouring(raw.privacy_unit.neighbours.as_deref())?;
         let privacy_unit = privacy_unit(raw.privacy_unit)?;
         check_people(raw.table.people, &privacy_unit)?;
         check_budget(&raw.budget)?;
@@ -214,6 +222,7 @@ impl Description {
             format,
             public_rows: raw.table.people,
             privacy_unit,
+            neighbouring,
             budget_epsilon: raw.budget.epsilon,
             budget_delta: raw.budget.delta,
             columns,
@@ -233,6 +242,16 @@ fn file_format(table: &RawTable) -> Result<FileFormat> {
         None if table.file.ends_with(".parquet") => Ok(FileFormat::Parquet),
         None => Ok(FileFormat::Csv),
         Some(other) => Err(invalid(format!("format '{other}': use csv or parquet"))),
+    }
+}
+
+fn neighbouring(raw: Option<&str>) -> Result<Neighbouring> {
+    match raw {
+        None | Some("add-remove") => Ok(Neighbouring::AddRemove),
+        Some("replace") => Ok(Neighbouring::Replace),
+        Some(other) => Err(invalid(format!(
+            "privacy_unit neighbours '{other}': use add-remove or replace"
+        ))),
     }
 }
 
@@ -452,6 +471,19 @@ mod tests {
             Err(QueryError::Description(reason)) => assert!(!reason.contains('\n'), "{case}"),
             other => panic!("{case}: expected a refusal, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn neighbours_are_add_remove_unless_replace_is_declared() {
+        let t = "type = \"integer\"";
+        let plain = describe("", ROW, BUDGET, t).unwrap();
+        assert_eq!(plain.neighbouring, Neighbouring::AddRemove);
+        let replace = describe("", "kind = \"row\"\nneighbours = \"replace\"", BUDGET, t).unwrap();
+        assert_eq!(replace.neighbouring, Neighbouring::Replace);
+        assert_refused(
+            describe("", "kind = \"row\"\nneighbours = \"swap\"", BUDGET, t),
+            "unknown neighbours",
+        );
     }
 
     #[test]

@@ -330,3 +330,41 @@ fn sums_move_by_at_most_the_bound_and_floating_point_sums_are_caught() {
     );
     clear();
 }
+
+#[test]
+fn a_changed_person_is_covered_when_the_description_says_replace() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // dan moves from M to F: both groups move by one.
+    let tables = |name: &str, unit: &str| {
+        let open = |suffix: &str, sex: &str| {
+            let csv = format!("{HEADER}{BASE}4,90,dan,{sex},1\n");
+            Fixture::new(
+                &format!("{name}-{suffix}"),
+                "t.csv",
+                &csv,
+                &description(unit, "t.csv"),
+                100.0,
+            )
+        };
+        (open("m", "M"), open("f", "F"))
+    };
+    let sql = "SELECT sex, COUNT(*) FROM t GROUP BY sex";
+    // With dan as M: M counts 3, F 4. Is M still ≥ 3 and F still ≤ 4?
+    let statistic = |t: &ReleasedTable| {
+        f64::from(cell(t, &["M"], 1) >= 3.0) + f64::from(cell(t, &["F"], 1) <= 4.0)
+    };
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    let (a, b) = tables("audit-replace", "kind = \"row\"\nneighbours = \"replace\"");
+    passes(
+        run(&a.engine, &b.engine, sql, auto, &statistic),
+        "calibrated for replacement",
+    );
+    // Calibrated for addition and removal only, a change costs up to 2ε,
+    // as the README says.
+    let (a, b) = tables("audit-add-remove", ROW);
+    caught(
+        run(&a.engine, &b.engine, sql, auto, &statistic),
+        "add-remove only",
+    );
+}

@@ -260,7 +260,7 @@ pub(crate) fn plan_private(
         limit: shape.limit,
         plan,
         rows_per_person,
-        neighbouring: dpkit_core::sensitivity::Neighbouring::AddRemove,
+        neighbouring: description.neighbouring,
         count_ceiling: description
             .public_rows
             .and_then(|people| people.checked_mul(rows_per_person))

@@ -153,3 +153,49 @@ fn bad_settings_get_one_error_line_and_exit_two() {
     let unknown = dpkit(&["audit", "--mechanism", "naive-laplace", "--epsilon", "1"]);
     assert_eq!(unknown.status.code(), Some(2));
 }
+
+#[test]
+fn a_query_is_audited_end_to_end_on_two_neighbouring_tables() {
+    let folder = std::env::temp_dir().join(format!("dpkit-audit-query-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let description = |file: &str| {
+        format!(
+            "[table]\nname = \"t\"\nfile = \"{file}\"\n[privacy_unit]\nkind = \"row\"\n\
+             [budget]\nepsilon = 10.0\n[columns.sex]\ntype = \"text\"\ndomain = [\"F\", \"M\"]\n"
+        )
+    };
+    std::fs::write(folder.join("a.csv"), "sex\nF\nM\nM\nF\n").unwrap();
+    std::fs::write(folder.join("b.csv"), "sex\nF\nM\nM\n").unwrap();
+    std::fs::write(folder.join("a.toml"), description("a.csv")).unwrap();
+    std::fs::write(folder.join("b.toml"), description("b.csv")).unwrap();
+    let path = |name: &str| folder.join(name).to_string_lossy().into_owned();
+    let output = dpkit(&[
+        "audit",
+        "--query",
+        "SELECT sex, COUNT(*) FROM t GROUP BY sex",
+        "--description",
+        &path("a.toml"),
+        "--neighbour",
+        &path("b.toml"),
+        "--key",
+        "F",
+        "--column",
+        "1",
+        "--epsilon",
+        "1",
+        "--samples",
+        "50000",
+        "--seed",
+        "3",
+    ]);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    std::fs::remove_dir_all(&folder).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(text.contains("query: SELECT sex, COUNT(*)"), "{text}");
+    assert!(text.contains("pass: no violation found"), "{text}");
+}

@@ -12,6 +12,38 @@ fn number(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
+/// One released cell as text: a key, `value ± half-width`, or
+/// `value [low, high]` when the interval is not symmetric.
+fn shown_cell(cell: &Cell) -> String {
+    match cell {
+        Cell::Key(key) => key.clone(),
+        Cell::Value { value, low, high } => {
+            let half = ((high - value).max(value - low)).max(0.0);
+            if (high - value - (value - low)).abs() <= 1e-9 * half.max(1.0) {
+                format!("{} ± {}", number(*value), number(half))
+            } else {
+                format!("{} [{}, {}]", number(*value), number(*low), number(*high))
+            }
+        }
+    }
+}
+
+/// `cells` left-aligned to `widths`, two spaces apart, with a newline. The
+/// padding is built by hand: a `{:<width$}` width above 65,535 panics.
+fn aligned_line(cells: &[String], widths: &[usize]) -> String {
+    let padded: Vec<String> = cells
+        .iter()
+        .zip(widths)
+        .map(|(cell, width)| {
+            let padding = width.saturating_sub(cell.chars().count());
+            format!("{cell}{}", " ".repeat(padding))
+        })
+        .collect();
+    let mut line = padded.join("  ").trim_end().to_string();
+    line.push('\n');
+    line
+}
+
 impl ReleasedTable {
     /// An aligned text table; each released value is followed by `± half-width`.
     ///
@@ -28,21 +60,7 @@ impl ReleasedTable {
         let shown: Vec<Vec<String>> = self
             .rows
             .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|cell| match cell {
-                        Cell::Key(key) => key.clone(),
-                        Cell::Value { value, low, high } => {
-                            let half = ((high - value).max(value - low)).max(0.0);
-                            if (high - value - (value - low)).abs() <= 1e-9 * half.max(1.0) {
-                                format!("{} ± {}", number(*value), number(half))
-                            } else {
-                                format!("{} [{}, {}]", number(*value), number(*low), number(*high))
-                            }
-                        }
-                    })
-                    .collect()
-            })
+            .map(|row| row.iter().map(shown_cell).collect())
             .collect();
         let widths: Vec<usize> = self
             .columns
@@ -51,37 +69,18 @@ impl ReleasedTable {
             .map(|(i, name)| {
                 shown
                     .iter()
-                    .map(|row| row[i].chars().count())
-                    .chain([name.chars().count()])
+                    .filter_map(|row| row.get(i))
+                    .chain([name])
+                    .map(|cell| cell.chars().count())
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        let line = |cells: Vec<&str>| {
-            cells
-                .iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
-                .collect::<Vec<_>>()
-                .join("  ")
-                .trim_end()
-                .to_string()
-        };
-        let mut text = line(self.columns.iter().map(String::as_str).collect());
-        text.push('\n');
-        text.push_str(&line(
-            widths
-                .iter()
-                .map(|w| "-".repeat(*w))
-                .collect::<Vec<_>>()
-                .iter()
-                .map(String::as_str)
-                .collect(),
-        ));
-        text.push('\n');
+        let rules: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+        let mut text = aligned_line(&self.columns, &widths);
+        text.push_str(&aligned_line(&rules, &widths));
         for row in &shown {
-            text.push_str(&line(row.iter().map(String::as_str).collect()));
-            text.push('\n');
+            text.push_str(&aligned_line(row, &widths));
         }
         text
     }
@@ -97,7 +96,7 @@ impl ReleasedTable {
         };
         let mut header = Vec::new();
         for (i, name) in self.columns.iter().enumerate() {
-            match self.rows.first().map(|r| &r[i]) {
+            match self.rows.first().and_then(|r| r.get(i)) {
                 Some(Cell::Value { .. }) => {
                     header.push(quote(name));
                     header.push(quote(&format!("{name}_low")));
@@ -122,5 +121,52 @@ impl ReleasedTable {
             text.push('\n');
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(columns: Vec<String>, rows: Vec<Vec<Cell>>) -> ReleasedTable {
+        ReleasedTable {
+            columns,
+            rows,
+            confidence: 0.95,
+            epsilon: 1.0,
+            delta: 0.0,
+        }
+    }
+
+    #[test]
+    fn names_and_keys_wider_than_a_format_width_are_aligned_without_panicking() {
+        let alias = "a".repeat(70_000);
+        let key = "é".repeat(100_000);
+        let value = Cell::Value {
+            value: 3.0,
+            low: 1.0,
+            high: 5.0,
+        };
+        let answer = table(
+            vec!["k".into(), alias.clone()],
+            vec![vec![Cell::Key(key.clone()), value]],
+        );
+        let text = answer.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], format!("k{}  {alias}", " ".repeat(99_999)));
+        assert_eq!(lines[2], format!("{key}  3 ± 2"));
+        assert!(
+            answer
+                .to_csv()
+                .starts_with(&format!("k,{alias},{alias}_low"))
+        );
+    }
+
+    #[test]
+    fn a_row_shorter_than_the_header_does_not_panic() {
+        let answer = table(vec!["k".into(), "n".into()], vec![vec![]]);
+        assert_eq!(answer.to_text(), "k  n\n-  -\n\n");
+        assert_eq!(answer.to_csv(), "k,n\n\n");
     }
 }

@@ -295,6 +295,26 @@ fn noise(args: &NoiseArgs) -> Result<()> {
     }
 }
 
+/// Writes `text` to standard output and flushes it. A closed pipe (`dpkit
+/// query … | head -c 1`) comes back as an error that `main` turns into a
+/// quiet exit, where `print!` would panic.
+pub(crate) fn write_stdout(text: &str) -> Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write to standard output")
+}
+
+/// Whether `error` comes from writing to a pipe whose reader has gone: the
+/// reader took what it wanted, so it is no failure.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io_error| io_error.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -308,13 +328,10 @@ fn main() -> ExitCode {
     match result {
         Ok(false) => ExitCode::SUCCESS,
         Ok(true) => ExitCode::from(audit::VIOLATION_EXIT_CODE),
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            if let Some(io_error) = error.downcast_ref::<io::Error>()
-                && io_error.kind() == io::ErrorKind::BrokenPipe
-            {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("dpkit: error: {error:#}");
+            // Not eprintln!: it panics when standard error is closed too.
+            let _ = writeln!(io::stderr().lock(), "dpkit: error: {error:#}");
             ExitCode::from(2)
         }
     }

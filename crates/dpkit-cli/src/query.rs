@@ -8,7 +8,11 @@ use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_query::description::draft_from_csv;
 use dpkit_query::ledger::BudgetState;
-use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_query::{
+    Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
+};
+
+use crate::write_stdout;
 
 /// Where the ledger and which dataset.
 #[derive(Parser)]
@@ -167,32 +171,37 @@ pub fn query(args: &QueryArgs) -> Result<()> {
     let ledger = open_ledger(&args.ledger, &description, &args.ledger.description)?;
     let engine = QueryEngine::open(description)?;
     if args.explain {
-        print!("{}", engine.explain(&args.sql, &settings)?);
-        return Ok(());
+        return write_stdout(&engine.explain(&args.sql, &settings)?);
     }
     let mut rng = SecureRng::from_os()?;
     let answer = engine.answer(&args.sql, &settings, &ledger, &mut rng)?;
     let state = ledger.state()?;
-    match args.format {
-        AnswerFormat::Table => {
-            print!("{}", answer.to_text());
-            println!(
-                "\n{}% intervals · spent ε = {}, δ = {} · {}",
-                answer.confidence * 100.0,
-                answer.epsilon,
-                small(answer.delta),
-                budget_line(&state)
-            );
-        }
-        AnswerFormat::Csv => print!("{}", answer.to_csv()),
+    write_stdout(&answer_text(args.format, &answer, &state)?)
+}
+
+/// The answer in the chosen format, with what is left of the budget.
+fn answer_text(
+    format: AnswerFormat,
+    answer: &ReleasedTable,
+    state: &BudgetState,
+) -> Result<String> {
+    Ok(match format {
+        AnswerFormat::Table => format!(
+            "{}\n{}% intervals · spent ε = {}, δ = {} · {}\n",
+            answer.to_text(),
+            answer.confidence * 100.0,
+            answer.epsilon,
+            small(answer.delta),
+            budget_line(state)
+        ),
+        AnswerFormat::Csv => answer.to_csv(),
         AnswerFormat::Json => {
-            let mut json = serde_json::to_value(&answer).context("cannot encode the answer")?;
+            let mut json = serde_json::to_value(answer).context("cannot encode the answer")?;
             json["remaining_epsilon"] = serde_json::json!(round(state.remaining_epsilon()));
             json["remaining_delta"] = serde_json::json!(state.remaining_delta());
-            println!("{json}");
+            format!("{json}\n")
         }
-    }
-    Ok(())
+    })
 }
 
 /// Prints an analyst's budget.
@@ -200,15 +209,14 @@ pub fn budget(args: &BudgetArgs) -> Result<()> {
     let description = Description::load(&args.ledger.description)?;
     let ledger = open_ledger(&args.ledger, &description, &args.ledger.description)?;
     let state = ledger.state()?;
-    println!(
-        "{} / {}: spent ε = {}, δ = {}; {}",
+    write_stdout(&format!(
+        "{} / {}: spent ε = {}, δ = {}; {}\n",
         description.table,
         args.ledger.analyst,
         round(state.spent_epsilon),
         small(state.spent_delta),
         budget_line(&state)
-    );
-    Ok(())
+    ))
 }
 
 /// Prints a draft description of a CSV file.
@@ -219,6 +227,5 @@ pub fn describe(args: &DescribeArgs) -> Result<()> {
                 .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
         })
     });
-    print!("{}", draft_from_csv(&args.csv, &name)?);
-    Ok(())
+    write_stdout(&draft_from_csv(&args.csv, &name)?)
 }

@@ -337,7 +337,10 @@ mod tests {
             }
         }
         let state = ledger.state().unwrap();
-        assert!(state.spent_epsilon >= 999.0, "the small charges went through");
+        assert!(
+            state.spent_epsilon >= 999.0,
+            "the small charges went through"
+        );
         std::fs::remove_file(&path).unwrap();
     }
 

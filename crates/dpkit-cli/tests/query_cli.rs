@@ -243,13 +243,15 @@ fn describe_drafts_a_description_without_bounds() {
 
 #[test]
 fn at_a_very_large_epsilon_the_binary_lands_on_the_exact_answers() {
-    let (folder, description) = description_with_budget("large", "1e6");
+    let (folder, description) = description_with_budget("large", "1000");
     let output = dpkit(&[
         "query",
         "--description",
         &description,
         "--epsilon",
-        "10000",
+        "1000",
+        "--confidence",
+        "0.999999",
         "--format",
         "json",
         "SELECT education, COUNT(*) AS n, SUM(\"capital-gain\") AS gain, AVG(\"hours-per-week\") AS hours \

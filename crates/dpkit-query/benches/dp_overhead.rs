@@ -78,7 +78,7 @@ fn main() {
     let description = Description::from_toml(
         &format!(
             "[table]\nname = \"t\"\nfile = \"generated\"\n[privacy_unit]\nkind = \"row\"\n\
-             [budget]\nepsilon = 1e9\n[columns.region]\ntype = \"text\"\ndomain = [{domain}]\n\
+             [budget]\nepsilon = 1000\n[columns.region]\ntype = \"text\"\ndomain = [{domain}]\n\
              [columns.value]\ntype = \"real\"\nbounds = [0, 100]\n"
         ),
         std::path::Path::new("."),
@@ -88,7 +88,7 @@ fn main() {
     let ledger_path =
         std::env::temp_dir().join(format!("dpkit-bench-ledger-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&ledger_path);
-    let ledger = Ledger::open(&ledger_path, 1e9, 0.0).unwrap();
+    let ledger = Ledger::open(&ledger_path, 1000.0, 0.0).unwrap();
     let settings = ReleaseSettings {
         epsilon: 1.0,
         delta: 0.0,

@@ -27,6 +27,16 @@ fn temporary(name: &str) -> PathBuf {
     path
 }
 
+/// The largest ε a query may spend, with intervals at 1 − 10⁻⁶: answers
+/// land on the exact ones, and every exact answer lies in its interval
+/// unless something is wrong.
+fn exact_settings() -> dpkit_query::ReleaseSettings {
+    dpkit_query::ReleaseSettings {
+        confidence: 1.0 - 1e-6,
+        ..settings(1000.0, 0.0)
+    }
+}
+
 fn key(cell: &Cell) -> String {
     match cell {
         Cell::Key(key) => key.clone(),
@@ -44,12 +54,12 @@ fn value(cell: &Cell) -> (f64, f64, f64) {
 #[test]
 fn answers_at_a_very_large_epsilon_land_on_the_exact_answers() {
     let engine = QueryEngine::open(adult_description()).unwrap();
-    let ledger = Ledger::open(&temporary("large-eps"), 1e6, 1e-3).unwrap();
+    let ledger = Ledger::open(&temporary("large-eps"), 1000.0, 1e-3).unwrap();
     let sql = "SELECT sex, COUNT(*) AS n, AVG(age) AS mean_age, SUM(\"hours-per-week\") AS hours \
                FROM adult WHERE age > 30 GROUP BY sex";
     let mut rng = InsecureSeededRng::from_seed_for_testing(1);
     let answer = engine
-        .answer(sql, &settings(4000.0, 0.0), &ledger, &mut rng)
+        .answer(sql, &exact_settings(), &ledger, &mut rng)
         .unwrap();
     assert_eq!(answer.columns, ["sex", "n", "mean_age", "hours"]);
     assert_eq!(answer.rows.len(), 2, "both sexes of the public domain");
@@ -140,11 +150,11 @@ fn intervals_cover_the_exact_answer_about_95_percent_of_the_time() {
 #[test]
 fn binned_groups_release_every_bin_of_the_public_bounds() {
     let engine = QueryEngine::open(adult_description()).unwrap();
-    let ledger = Ledger::open(&temporary("bins"), 1e6, 1e-3).unwrap();
+    let ledger = Ledger::open(&temporary("bins"), 1000.0, 1e-3).unwrap();
     let sql = "SELECT floor(age / 10) * 10 AS decade, COUNT(*) AS n FROM adult GROUP BY floor(age / 10) * 10 ORDER BY decade";
     let mut rng = InsecureSeededRng::from_seed_for_testing(3);
     let answer = engine
-        .answer(sql, &settings(5000.0, 0.0), &ledger, &mut rng)
+        .answer(sql, &exact_settings(), &ledger, &mut rng)
         .unwrap();
     let decades: Vec<String> = answer.rows.iter().map(|r| key(&r[0])).collect();
     // floor() returns a real number, so the bins print as 10.0, 20.0, …
@@ -347,14 +357,14 @@ fn an_id_privacy_unit_bounds_each_persons_rows() {
         &csv,
         "[table]\nname = \"visits\"\nfile = \"visits.csv\"\n\
          [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 2\n\
-         [budget]\nepsilon = 1e6\n[columns.person]\ntype = \"text\"\n\
+         [budget]\nepsilon = 1000\n[columns.person]\ntype = \"text\"\n\
          [columns.spend]\ntype = \"integer\"\nbounds = [0, 100]\n",
-        1e6,
+        1000.0,
     );
     let answer = fixture
         .answer(
             "SELECT COUNT(*) AS n, SUM(spend) AS total FROM visits",
-            1e5,
+            1000.0,
             7,
         )
         .unwrap();
@@ -410,19 +420,19 @@ fn a_parquet_file_gives_the_same_answers_as_its_csv() {
     });
     let description = Description::from_toml(
         "[table]\nname = \"adult\"\nfile = \"adult.parquet\"\npeople = 32561\n\
-         [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 1e6\n\
+         [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 1000\n\
          [columns.age]\ntype = \"integer\"\nbounds = [17, 90]\n\
          [columns.sex]\ntype = \"text\"\ndomain = [\"Female\", \"Male\"]\n",
         &folder,
     )
     .unwrap();
     let engine = QueryEngine::open(description).unwrap();
-    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1e6, 0.0).unwrap();
+    let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1000.0, 0.0).unwrap();
     let mut rng = InsecureSeededRng::from_seed_for_testing(8);
     let answer = engine
         .answer(
             "SELECT sex, COUNT(*) AS n FROM adult GROUP BY sex",
-            &settings(5000.0, 0.0),
+            &exact_settings(),
             &ledger,
             &mut rng,
         )
@@ -449,13 +459,13 @@ fn values_beyond_the_bounds_are_clamped_and_nulls_skipped() {
         "scores.csv",
         "id,score\n1,-50\n2,250\n3,40\n4,\n5,60.5\n6,NaN\n",
         "[table]\nname = \"scores\"\nfile = \"scores.csv\"\n[privacy_unit]\nkind = \"row\"\n\
-         [budget]\nepsilon = 1e6\n[columns.score]\ntype = \"real\"\nbounds = [0, 100]\n",
-        1e6,
+         [budget]\nepsilon = 1000\n[columns.score]\ntype = \"real\"\nbounds = [0, 100]\n",
+        1000.0,
     );
     let answer = fixture
         .answer(
             "SELECT SUM(score) AS total, AVG(score) AS mean, COUNT(score) AS scored, COUNT(*) AS n FROM scores",
-            1e5,
+            1000.0,
             9,
         )
         .unwrap();

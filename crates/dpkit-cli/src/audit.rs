@@ -106,17 +106,23 @@ pub fn run(args: &AuditArgs) -> Result<bool> {
     };
     match args.format {
         ReportFormat::Text => {
-            print!("{}", text_report(&report));
+            let mut text = text_report(&report);
             if let Some([png, svg]) = &figure_paths {
-                println!("{:<24} {} and {}", "figure", png.display(), svg.display());
+                text.push_str(&format!(
+                    "{:<24} {} and {}\n",
+                    "figure",
+                    png.display(),
+                    svg.display()
+                ));
             }
+            crate::write_stdout(&text)?;
         }
         ReportFormat::Json => {
             let mut json = json_report(&report);
             if let Some([png, svg]) = &figure_paths {
                 json["figure"] = serde_json::json!([png, svg]);
             }
-            println!("{json}");
+            crate::write_stdout(&format!("{json}\n"))?;
         }
     }
     Ok(report.violation_found())
@@ -167,8 +173,8 @@ fn run_query(args: &AuditArgs, sql: &str) -> Result<bool> {
         )?,
     };
     match args.format {
-        ReportFormat::Text => print!("{}", text_report(&report)),
-        ReportFormat::Json => println!("{}", json_report(&report)),
+        ReportFormat::Text => crate::write_stdout(&text_report(&report))?,
+        ReportFormat::Json => crate::write_stdout(&format!("{}\n", json_report(&report)))?,
     }
     Ok(report.violation_found())
 }

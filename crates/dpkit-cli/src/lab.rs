@@ -48,8 +48,11 @@ pub fn lab(args: &LabArgs) -> Result<()> {
             .map(|(png, _)| png.as_str())
             .chain(section.csv_files.iter().map(String::as_str))
             .collect();
-        println!("{:<48} {}", section.title, files.join(" "));
+        crate::write_stdout(&format!("{:<48} {}\n", section.title, files.join(" ")))?;
     }
-    println!("report: {}", args.out.join("report.md").display());
+    crate::write_stdout(&format!(
+        "report: {}\n",
+        args.out.join("report.md").display()
+    ))?;
     Ok(())
 }

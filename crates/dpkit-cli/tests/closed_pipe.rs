@@ -113,7 +113,7 @@ fn queries_into_a_closed_pipe_exit_quietly_and_keep_their_charge() {
 }
 
 #[test]
-fn describe_and_noise_into_a_closed_pipe_exit_quietly() {
+fn describe_noise_and_audit_into_a_closed_pipe_exit_quietly() {
     let csv = format!(
         "{}/../../data/adult/adult.test.csv",
         env!("CARGO_MANIFEST_DIR")
@@ -132,6 +132,25 @@ fn describe_and_noise_into_a_closed_pipe_exit_quietly() {
     ];
     let noise = dpkit_into_closed_pipe(&args, &values, Closed::Stdout);
     assert_quiet_success(&noise, "noise");
+    let audit = [
+        "audit",
+        "--mechanism",
+        "laplace",
+        "--epsilon",
+        "1",
+        "--samples",
+        "2000",
+        "--seed",
+        "1",
+    ];
+    for format in ["text", "json"] {
+        let output = dpkit_into_closed_pipe(
+            &[&audit[..], &["--format", format]].concat(),
+            "",
+            Closed::Stdout,
+        );
+        assert_quiet_success(&output, "audit");
+    }
 }
 
 #[test]

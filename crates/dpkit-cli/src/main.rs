@@ -10,11 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use dpkit_core::accuracy::NoiseAccuracy;
-use dpkit_core::mechanism::{
-    DiscreteGaussian, DiscreteStaircase, Gaussian, IntegerMechanism, Laplace, RealMechanism,
-    Staircase, StaircaseGamma, TwoSidedGeometric,
-};
+use dpkit_core::mechanism::{AdditiveNoise, Input, MechanismKind, Staircase, StaircaseGamma};
+use dpkit_core::rng::with_thread_secure_rng;
 
 #[derive(Parser)]
 #[command(
@@ -62,9 +59,9 @@ enum Command {
 #[derive(Parser)]
 #[command(allow_negative_numbers = true)]
 struct NoiseArgs {
-    /// Which noise to add.
-    #[arg(long, value_enum)]
-    mechanism: MechanismName,
+    /// Which noise to add (the additive mechanisms of dpkit-core's catalogue).
+    #[arg(long, value_parser = additive_mechanism())]
+    mechanism: MechanismKind,
     /// Privacy parameter ε (> 0): smaller is more private and noisier.
     #[arg(long)]
     epsilon: f64,
@@ -92,24 +89,14 @@ struct NoiseArgs {
     format: Format,
 }
 
-/// The mechanisms, and when to pick each.
-#[derive(Clone, Copy, ValueEnum)]
-enum MechanismName {
-    /// Real values, ε-DP. The classic: E|X| = Δ/ε. Pick it for comparability.
-    Laplace,
-    /// Real values, ε-DP, the least absolute error of any additive noise
-    /// (E|X| = Δ/(2 sinh(ε/2))): 5% better than Laplace at ε ≈ 1, 2× at ε ≈ 4.4.
-    Staircase,
-    /// Real values, ε-DP, the staircase with the least variance.
-    StaircaseL2,
-    /// Integers (counts), ε-DP: the two-sided geometric, optimal for counts.
-    Geometric,
-    /// Integers with sensitivity Δ > 1, ε-DP: the discrete staircase.
-    DiscreteStaircase,
-    /// Real values, (ε, δ)-DP over L2 sensitivity: for many queries at once.
-    Gaussian,
-    /// Integers, (ε, δ)-DP: the discrete Gaussian.
-    DiscreteGaussian,
+/// The additive mechanisms of the catalogue, each with when to pick it.
+fn additive_mechanism() -> impl clap::builder::TypedValueParser<Value = MechanismKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let additive = MechanismKind::ALL
+        .into_iter()
+        .filter(|m| matches!(m.input(), Input::Real | Input::Integer));
+    PossibleValuesParser::new(additive.map(|m| PossibleValue::new(m.name()).help(m.summary())))
+        .map(|name| MechanismKind::from_name(&name).unwrap_or(MechanismKind::Laplace))
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -120,11 +107,6 @@ enum Format {
     Csv,
 }
 
-enum Built {
-    Real(Box<dyn Fn(f64) -> dpkit_core::Result<f64>>, f64),
-    Integer(Box<dyn Fn(i64) -> dpkit_core::Result<i64>>, f64),
-}
-
 fn integer_sensitivity(sensitivity: f64) -> Result<u64> {
     if sensitivity >= 1.0 && sensitivity.fract() == 0.0 && sensitivity <= 1e15 {
         Ok(sensitivity as u64)
@@ -133,53 +115,32 @@ fn integer_sensitivity(sensitivity: f64) -> Result<u64> {
     }
 }
 
-fn real<M: RealMechanism + NoiseAccuracy + 'static>(mechanism: M, alpha: f64) -> Result<Built> {
-    let half_width = mechanism.confidence_half_width(alpha)?;
-    Ok(Built::Real(
-        Box::new(move |v| mechanism.privatize(v)),
-        half_width,
-    ))
-}
-
-fn integer<M: IntegerMechanism + NoiseAccuracy + 'static>(
-    mechanism: M,
-    alpha: f64,
-) -> Result<Built> {
-    let half_width = mechanism.confidence_half_width(alpha)?;
-    Ok(Built::Integer(
-        Box::new(move |v| mechanism.privatize(v)),
-        half_width,
-    ))
-}
-
-fn build(args: &NoiseArgs) -> Result<Built> {
-    let alpha = 1.0 - args.confidence;
+/// The mechanism from the catalogue, and the half-width of its error bars.
+fn build(args: &NoiseArgs) -> Result<(AdditiveNoise, f64)> {
+    let kind = args.mechanism;
     let (eps, sens) = (args.epsilon, args.sensitivity);
-    let need_delta = || args.delta.context("the gaussian mechanisms need --delta");
-    let gamma = match (args.mechanism, args.gamma) {
-        (MechanismName::StaircaseL2, None) => StaircaseGamma::L2Optimal,
-        (_, Some(g)) => StaircaseGamma::Value(g),
-        (_, None) => StaircaseGamma::L1Optimal,
-    };
-    match args.mechanism {
-        MechanismName::Laplace => real(Laplace::new(eps, sens)?, alpha),
-        MechanismName::Staircase | MechanismName::StaircaseL2 => {
-            real(Staircase::with_gamma(eps, sens, gamma)?, alpha)
-        }
-        MechanismName::Gaussian => real(Gaussian::new(eps, need_delta()?, sens)?, alpha),
-        MechanismName::Geometric => integer(
-            TwoSidedGeometric::new(eps, integer_sensitivity(sens)?)?,
-            alpha,
-        ),
-        MechanismName::DiscreteStaircase => integer(
-            DiscreteStaircase::new(eps, integer_sensitivity(sens)?)?,
-            alpha,
-        ),
-        MechanismName::DiscreteGaussian => integer(
-            DiscreteGaussian::new(eps, need_delta()?, integer_sensitivity(sens)?)?,
-            alpha,
-        ),
+    if kind.input() == Input::Integer {
+        integer_sensitivity(sens)?;
     }
+    let delta = if kind.needs_delta() {
+        args.delta.context("the gaussian mechanisms need --delta")?
+    } else {
+        0.0
+    };
+    let noise = match (kind, args.gamma) {
+        (MechanismKind::Staircase | MechanismKind::StaircaseL2, Some(gamma)) => {
+            AdditiveNoise::Staircase(Staircase::with_gamma(
+                eps,
+                sens,
+                StaircaseGamma::Value(gamma),
+            )?)
+        }
+        _ => AdditiveNoise::build(kind, eps, delta, sens)?,
+    };
+    let half_width = noise
+        .accuracy()
+        .confidence_half_width(1.0 - args.confidence)?;
+    Ok((noise, half_width))
 }
 
 /// Six significant digits, rounded up so the error bar never shrinks.
@@ -245,43 +206,46 @@ fn noise(args: &NoiseArgs) -> Result<()> {
             args.confidence
         );
     }
-    let mechanism = build(args)?;
+    let (mechanism, half_width) = build(args)?;
     let values = read_values(args)?;
     let mut out = BufWriter::new(io::stdout().lock());
     if args.format == Format::Csv {
         writeln!(out, "released,half_width")?;
     }
-    let mut released = Vec::with_capacity(values.len());
     // Parse everything first: a bad line stops the run before any release.
-    match &mechanism {
-        Built::Real(release, half_width) => {
-            let parsed = values
-                .iter()
-                .map(|(line, text)| {
-                    text.parse::<f64>()
-                        .map_err(|_| anyhow::anyhow!("line {line}: not a number"))
+    let released: Vec<String> = if mechanism.is_integer() {
+        let parsed = values
+            .iter()
+            .map(|(line, text)| {
+                text.parse::<i64>().map_err(|_| {
+                    anyhow::anyhow!(
+                        "line {line}: not an integer (this mechanism releases integers)"
+                    )
                 })
-                .collect::<Result<Vec<_>>>()?;
-            for value in parsed {
-                released.push((format!("{}", release(value)?), *half_width));
-            }
-        }
-        Built::Integer(release, half_width) => {
-            let parsed = values
-                .iter()
-                .map(|(line, text)| {
-                    text.parse::<i64>().map_err(|_| {
-                        anyhow::anyhow!(
-                            "line {line}: not an integer (this mechanism releases integers)"
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            for value in parsed {
-                released.push((format!("{}", release(value)?), *half_width));
-            }
-        }
-    }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        with_thread_secure_rng(|rng| {
+            parsed
+                .into_iter()
+                .map(|v| mechanism.release_integer(v, rng).map(|r| r.to_string()))
+                .collect::<dpkit_core::Result<Vec<_>>>()
+        })??
+    } else {
+        let parsed = values
+            .iter()
+            .map(|(line, text)| {
+                text.parse::<f64>()
+                    .map_err(|_| anyhow::anyhow!("line {line}: not a number"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        with_thread_secure_rng(|rng| {
+            parsed
+                .into_iter()
+                .map(|v| mechanism.release(v, rng).map(|r| format!("{r}")))
+                .collect::<dpkit_core::Result<Vec<_>>>()
+        })??
+    };
+    let released = released.into_iter().map(|value| (value, half_width));
     for (value, half_width) in released {
         let half_width = significant(half_width);
         match args.format {

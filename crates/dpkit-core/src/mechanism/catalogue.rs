@@ -101,6 +101,38 @@ impl MechanismKind {
         Self::ALL.into_iter().find(|m| m.name() == name)
     }
 
+    /// When to pick it, in one line (the command line's help).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Self::Laplace => {
+                "Real values, ε-DP. The classic: E|X| = Δ/ε. Pick it for comparability."
+            }
+            Self::Staircase => {
+                "Real values, ε-DP, the least absolute error of any additive noise \
+                 (E|X| = Δ/(2 sinh(ε/2))): 5% better than Laplace at ε ≈ 1, 2× at ε ≈ 4.4."
+            }
+            Self::StaircaseL2 => "Real values, ε-DP, the staircase with the least variance.",
+            Self::Geometric => {
+                "Integers (counts), ε-DP: the two-sided geometric, optimal for counts."
+            }
+            Self::DiscreteStaircase => {
+                "Integers with sensitivity Δ > 1, ε-DP: the discrete staircase."
+            }
+            Self::Gaussian => {
+                "Real values, (ε, δ)-DP over L2 sensitivity: for many queries at once."
+            }
+            Self::DiscreteGaussian => "Integers, (ε, δ)-DP: the discrete Gaussian.",
+            Self::BinaryRandomizedResponse => {
+                "One bit, ε-DP, randomised by each person (local DP)."
+            }
+            Self::KaryRandomizedResponse => {
+                "One of k categories, ε-DP, randomised by each person (local DP)."
+            }
+            Self::Exponential => "The best of finitely many candidates by a utility, ε-DP.",
+            Self::ReportNoisyMax => "The index of the largest of several counts, ε-DP.",
+        }
+    }
+
     /// What it releases.
     pub fn input(self) -> Input {
         match self {
@@ -236,6 +268,20 @@ impl AdditiveNoise {
     /// Whether it releases integers.
     pub fn is_integer(&self) -> bool {
         self.kind().input() == Input::Integer
+    }
+
+    /// `exact` plus integer noise, saturating at the ends of `i64`; real
+    /// noise refuses (it needs [`AdditiveNoise::release`]).
+    pub fn release_integer<R: CryptoRng + ?Sized>(&self, exact: i64, rng: &mut R) -> Result<i64> {
+        match self {
+            Self::Geometric(m) => Ok(m.privatize_with_rng(exact, rng)),
+            Self::DiscreteStaircase(m) => Ok(m.privatize_with_rng(exact, rng)),
+            Self::DiscreteGaussian(m) => Ok(m.privatize_with_rng(exact, rng)),
+            _ => Err(Error::InvalidParameter {
+                name: "mechanism",
+                reason: format!("{} releases real values", self.kind().name()),
+            }),
+        }
     }
 
     /// `exact` plus noise. Integer noise takes `exact` rounded to a whole

@@ -7,7 +7,8 @@
 //!   `NA` would change a column's type (and with it which queries plan, and
 //!   what they answer). The file is read as text and each described column
 //!   is `TRY_CAST` to its declared type: a value that does not parse is
-//!   NULL. Columns the description does not list are text.
+//!   NULL. Columns the description does not list are text, and text values
+//!   are cut to [`MAX_TEXT_CHARS`] characters.
 //! - **The per-person cap is applied on the scan**, by the described id
 //!   column, before any filter or subquery of the query: a query that
 //!   renames or recomputes the id (`random() AS pid`) cannot switch it off.
@@ -37,6 +38,10 @@ pub(crate) fn raw_table_name(table: &str) -> String {
 /// The longest header row read.
 const MAX_HEADER_BYTES: u64 = 1 << 20;
 const ROW_NUMBER: &str = "__dpkit_row_of_person";
+/// Text values are cut to this many characters when read, so that what an
+/// expression of at most `total::MAX_NODES` nodes builds from one row stays
+/// bounded (and with it the memory and time one person's row can cost).
+pub const MAX_TEXT_CHARS: i64 = 65_536;
 
 fn data_error(reason: impl Into<String>) -> QueryError {
     QueryError::Data(reason.into())
@@ -213,7 +218,14 @@ async fn register_view(context: &SessionContext, description: &Description) -> R
             if crate::planted::is_planted(crate::planted::Hole::InferredTypes) {
                 return column(name).alias(name);
             }
-            try_cast(column(name), declared_type(kind)).alias(name)
+            let typed = try_cast(column(name), declared_type(kind));
+            let bounded = match kind {
+                ColumnKind::Text => {
+                    datafusion::functions::unicode::expr_fn::left(typed, lit(MAX_TEXT_CHARS))
+                }
+                _ => typed,
+            };
+            bounded.alias(name)
         })
         .collect();
     let mut view = raw.select(typed).map_err(failed)?;

@@ -296,3 +296,15 @@ fn errors_never_list_a_first_line_that_may_be_data() {
         "{message}"
     );
 }
+
+#[test]
+fn text_values_are_cut_when_read_so_one_row_costs_a_bounded_amount() {
+    let long = "z".repeat(100_000);
+    let csv = format!("id,age,name,salary,score\n1,30,{long},1,1\n2,40,bob,1,1\n");
+    let t = table("long-text", &csv, "kind = \"row\"");
+    let query = t
+        .engine
+        .plan("SELECT COUNT(CASE WHEN length(name) = 65536 THEN 1 END) FROM t")
+        .unwrap();
+    assert_eq!(t.engine.exact(&query).unwrap().values[0][0], 1.0);
+}

@@ -34,6 +34,9 @@ use crate::total_math;
 pub const MAX_DEPTH: usize = 48;
 /// Largest expression accepted (nodes over the whole query).
 pub const MAX_NODES: usize = 2_000;
+/// Longest LIKE pattern accepted (Arrow's compiled form of 10,000 `_`
+/// still fits the regex size limit; 30,000 do not).
+const MAX_LIKE_PATTERN: usize = 1_000;
 /// Longest SQL text accepted.
 pub const MAX_SQL_BYTES: usize = 64 * 1024;
 /// Most operators and parentheses accepted in the SQL text, checked before
@@ -172,13 +175,35 @@ pub(crate) struct Typed {
 /// Rewrites expressions over one input schema into total form.
 pub(crate) struct Totaliser<'a> {
     schema: &'a DFSchema,
+    sizes: &'a Sizes,
     nodes: usize,
+    deepest: usize,
 }
+
+/// What a column computed by a subquery stands for once DataFusion inlines
+/// it: its expression's (nodes, depth). Base columns are (1, 0). Limits
+/// apply to expressions as they will run, not as written level by level.
+pub(crate) type Sizes = std::collections::HashMap<String, (usize, usize)>;
 
 impl<'a> Totaliser<'a> {
     /// A totaliser for expressions over `schema`.
-    pub(crate) fn new(schema: &'a DFSchema) -> Self {
-        Self { schema, nodes: 0 }
+    pub(crate) fn new(schema: &'a DFSchema, sizes: &'a Sizes) -> Self {
+        Self {
+            schema,
+            sizes,
+            nodes: 0,
+            deepest: 0,
+        }
+    }
+
+    /// `expr` in total form, with its own inlined (nodes, depth).
+    pub(crate) fn total_with_size(&mut self, expr: &Expr) -> Result<(Typed, (usize, usize))> {
+        let (nodes, deepest) = (self.nodes, self.deepest);
+        self.deepest = 0;
+        let typed = self.total(expr)?;
+        let size = (self.nodes - nodes, self.deepest);
+        self.deepest = self.deepest.max(deepest);
+        Ok((typed, size))
     }
 
     /// `expr` in total form, with its type.
@@ -205,8 +230,13 @@ impl<'a> Totaliser<'a> {
     }
 
     fn visit(&mut self, expr: &Expr, depth: usize) -> Result<Typed> {
-        self.nodes += 1;
-        if depth > MAX_DEPTH || self.nodes > MAX_NODES {
+        let (nodes, below) = match expr {
+            Expr::Column(column) => self.sizes.get(&column.name).copied().unwrap_or((1, 0)),
+            _ => (1, 0),
+        };
+        self.nodes += nodes;
+        self.deepest = self.deepest.max(depth + below);
+        if depth + below > MAX_DEPTH || self.nodes > MAX_NODES {
             return Err(refuse(format!(
                 "the query is too complex (at most {MAX_DEPTH} levels and {MAX_NODES} operations)"
             )));
@@ -355,6 +385,11 @@ impl<'a> Totaliser<'a> {
             )),
             RegexMatch | RegexIMatch | RegexNotMatch | RegexNotIMatch => {
                 let pattern = literal_text(&binary.right, "a regular expression")?;
+                if pattern.chars().count() > MAX_LIKE_PATTERN {
+                    return Err(refuse(format!(
+                        "a regular expression has at most {MAX_LIKE_PATTERN} characters"
+                    )));
+                }
                 let pattern = match op {
                     RegexIMatch | RegexNotIMatch => format!("(?i){pattern}"),
                     _ => pattern,
@@ -388,7 +423,18 @@ impl<'a> Totaliser<'a> {
     }
 
     fn like(&mut self, like: &Like, depth: usize) -> Result<Typed> {
-        literal_text(&like.pattern, "a LIKE pattern")?;
+        // Arrow compiles a LIKE pattern to a regular expression only when a
+        // row reaches it, and a long one exceeds the regex size limit:
+        // patterns are kept short, and ESCAPE (which Arrow refuses) is refused.
+        let pattern = literal_text(&like.pattern, "a LIKE pattern")?;
+        if pattern.chars().count() > MAX_LIKE_PATTERN {
+            return Err(refuse(format!(
+                "a LIKE pattern has at most {MAX_LIKE_PATTERN} characters"
+            )));
+        }
+        if like.escape_char.is_some() {
+            return Err(refuse("LIKE … ESCAPE is not supported"));
+        }
         let value = self.visit(&like.expr, depth)?;
         let pattern = self.visit(&like.pattern, depth)?;
         Ok(typed(

@@ -308,3 +308,47 @@ fn text_values_are_cut_when_read_so_one_row_costs_a_bounded_amount() {
         .unwrap();
     assert_eq!(t.engine.exact(&query).unwrap().values[0][0], 1.0);
 }
+
+/// Found by red-teaming the rewrite: each must be refused or answered alike
+/// on both tables.
+#[test]
+fn renamed_columns_long_patterns_and_nested_subqueries_cannot_fail_or_overcount() {
+    let with = table(
+        "redteam-with",
+        PEOPLE,
+        "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 3",
+    );
+    let without = table(
+        "redteam-without",
+        &without_dan(),
+        "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 3",
+    );
+    let long_like = format!("a%{}", "_".repeat(30_000));
+    let c64 = vec!["c"; 64].join(", ");
+    let n64 = vec!["name"; 64].join(", ");
+    let queries = [
+        // A computed text column named like a bounded integer one.
+        "SELECT age, COUNT(*) FROM (SELECT CASE WHEN name = 'dan' THEN 'x' ELSE '20' END AS age \
+         FROM t) s GROUP BY age"
+            .to_string(),
+        "SELECT age, COUNT(*) FROM (SELECT name = 'dan' AS age FROM t) s GROUP BY age".to_string(),
+        // LIKE patterns are compiled by Arrow only when a row reaches them.
+        format!("SELECT COUNT(*) FROM t WHERE CASE WHEN name = 'dan' THEN name LIKE '{long_like}' ELSE true END"),
+        "SELECT COUNT(*) FROM t WHERE CASE WHEN name = 'dan' THEN name LIKE 'd#%' ESCAPE '#' ELSE true END"
+            .to_string(),
+        // Subqueries multiply sizes once DataFusion inlines them.
+        format!(
+            "SELECT COUNT(*) FROM (SELECT concat({c64}) AS d FROM (SELECT concat({n64}) AS c FROM t) s) u \
+             WHERE d <> ''"
+        ),
+    ];
+    for sql in &queries {
+        let a = outcome(sql, &with.answer(sql, 1.0, 1));
+        let b = outcome(sql, &without.answer(sql, 1.0, 1));
+        assert_eq!(a, b, "{sql}");
+        assert!(a.starts_with("refused"), "{sql}: {a}");
+    }
+    // A renamed "id" would count one person's rows as several people.
+    let renamed = "SELECT COUNT(DISTINCT id) FROM (SELECT age AS id FROM t) s";
+    assert!(outcome(renamed, &with.answer(renamed, 1.0, 1)).starts_with("refused"));
+}

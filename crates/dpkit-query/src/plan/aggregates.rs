@@ -13,7 +13,7 @@ use crate::clamp::clamp_to_bounds;
 use crate::description::{Description, PrivacyUnit};
 use crate::error::Result;
 use crate::exact_sum::{exact_sum, round_out_to_grid, summation_grid};
-use crate::total::{Totaliser, Ty};
+use crate::total::{Sizes, Totaliser, Ty};
 
 /// The planned aggregates and what they measure.
 pub(super) struct Measured {
@@ -53,7 +53,9 @@ impl Measured {
 pub(super) fn plan(
     aggregate: &Aggregate,
     schema: &DFSchema,
+    sizes: &Sizes,
     description: &Description,
+    reads_table: bool,
 ) -> Result<Measured> {
     let mut measured = Measured {
         aggregates: Vec::new(),
@@ -61,14 +63,18 @@ pub(super) fn plan(
         exprs: Vec::new(),
         measurement_of: Vec::new(),
     };
-    let mut totaliser = Totaliser::new(schema);
+    let mut totaliser = Totaliser::new(schema, sizes);
     for (index, expr) in aggregate.aggr_expr.iter().enumerate() {
         let name = aggregate
             .schema
             .field(aggregate.group_expr.len() + index)
             .name()
             .clone();
-        let (kind, mine) = one(expr, &name, &mut totaliser, description, &mut measured)?;
+        let context = Context {
+            description,
+            reads_table,
+        };
+        let (kind, mine) = one(expr, &name, &mut totaliser, &context, &mut measured)?;
         measured.measurement_of.push(mine);
         measured.aggregates.push(AggregateRequest { name, kind });
     }
@@ -83,13 +89,21 @@ fn shown(expr: &Expr) -> String {
     }
 }
 
+/// What an aggregate is planned against.
+struct Context<'a> {
+    description: &'a Description,
+    /// Whether FROM reads the table's own columns (no renaming subquery).
+    reads_table: bool,
+}
+
 fn one(
     expr: &Expr,
     name: &str,
     totaliser: &mut Totaliser<'_>,
-    description: &Description,
+    context: &Context<'_>,
     measured: &mut Measured,
 ) -> Result<(AggregateKind, Vec<usize>)> {
+    let description = context.description;
     let Expr::AggregateFunction(function) = unalias(expr) else {
         return Err(not_private(format!(
             "'{name}' is not an aggregate dpkit supports"
@@ -97,6 +111,11 @@ fn one(
     };
     let params = &function.params;
     if params.distinct {
+        if !context.reads_table {
+            return Err(not_private(
+                "COUNT(DISTINCT id) reads the table's own id: no subquery in FROM",
+            ));
+        }
         return count_people(
             &function.func.name().to_ascii_lowercase(),
             &params.args,

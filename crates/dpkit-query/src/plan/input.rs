@@ -5,18 +5,24 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 
 use super::{not_private, sql_error};
 use crate::error::{QueryError, Result};
-use crate::total::Totaliser;
+use crate::total::{Sizes, Totaliser};
 
 /// `plan` rebuilt with total expressions, or a refusal. Only scans of
 /// `table` (the typed, capped view), filters, projections and aliases are
 /// accepted. The planner inlines the view: it arrives as `view` under the
 /// alias `table`, and is kept as it is.
-pub(super) fn rewrite(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> Result<LogicalPlan> {
+/// Also returns, for each column a subquery computes, the size of its
+/// expression once inlined (see [`Sizes`]).
+pub(super) fn rewrite(
+    plan: &LogicalPlan,
+    table: &str,
+    view: &LogicalPlan,
+) -> Result<(LogicalPlan, Sizes)> {
     match plan {
         LogicalPlan::SubqueryAlias(alias)
             if alias.alias.table() == table && alias.input.as_ref() == view =>
         {
-            Ok(plan.clone())
+            Ok((plan.clone(), Sizes::new()))
         }
         LogicalPlan::TableScan(scan) => {
             if scan.table_name.table() != table {
@@ -30,23 +36,31 @@ pub(super) fn rewrite(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> Re
                     "the table scan carries filters dpkit did not check",
                 ));
             }
-            Ok(plan.clone())
+            Ok((plan.clone(), Sizes::new()))
         }
         LogicalPlan::Filter(filter) => {
-            let input = rewrite(&filter.input, table, view)?;
-            let predicate = Totaliser::new(input.schema()).predicate(&filter.predicate)?;
-            LogicalPlanBuilder::from(input)
+            let (input, sizes) = rewrite(&filter.input, table, view)?;
+            let predicate = Totaliser::new(input.schema(), &sizes).predicate(&filter.predicate)?;
+            let plan = LogicalPlanBuilder::from(input)
                 .filter(predicate)
                 .and_then(LogicalPlanBuilder::build)
-                .map_err(sql_error)
+                .map_err(sql_error)?;
+            Ok((plan, sizes))
         }
         LogicalPlan::Projection(projection) => {
-            let input = rewrite(&projection.input, table, view)?;
-            let mut totaliser = Totaliser::new(input.schema());
+            let (input, sizes) = rewrite(&projection.input, table, view)?;
+            let mut totaliser = Totaliser::new(input.schema(), &sizes);
             let mut exprs = Vec::with_capacity(projection.expr.len());
+            let mut computed = Sizes::new();
             for (index, expr) in projection.expr.iter().enumerate() {
                 let (qualifier, field) = projection.schema.qualified_field(index);
-                let total = totaliser.total(expr)?.expr;
+                let (total, size) = totaliser.total_with_size(expr)?;
+                let total = total.expr;
+                let known = computed.get(field.name()).copied().unwrap_or((0, 0));
+                computed.insert(
+                    field.name().clone(),
+                    (known.0.max(size.0), known.1.max(size.1)),
+                );
                 exprs.push(match &total {
                     Expr::Column(c)
                         if c.relation.as_ref() == qualifier && &c.name == field.name() =>
@@ -58,17 +72,19 @@ pub(super) fn rewrite(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> Re
                         .alias_qualified(qualifier.cloned(), field.name()),
                 });
             }
-            LogicalPlanBuilder::from(input)
+            let plan = LogicalPlanBuilder::from(input)
                 .project(exprs)
                 .and_then(LogicalPlanBuilder::build)
-                .map_err(sql_error)
+                .map_err(sql_error)?;
+            Ok((plan, computed))
         }
         LogicalPlan::SubqueryAlias(alias) => {
-            let input = rewrite(&alias.input, table, view)?;
-            LogicalPlanBuilder::from(input)
+            let (input, sizes) = rewrite(&alias.input, table, view)?;
+            let plan = LogicalPlanBuilder::from(input)
                 .alias(alias.alias.clone())
                 .and_then(LogicalPlanBuilder::build)
-                .map_err(sql_error)
+                .map_err(sql_error)?;
+            Ok((plan, sizes))
         }
         LogicalPlan::Join(_) => Err(not_private("joins are not supported")),
         LogicalPlan::Union(_) => Err(not_private("UNION is not supported")),
@@ -82,5 +98,21 @@ pub(super) fn rewrite(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> Re
         _ => Err(not_private(
             "subqueries and table functions are not supported",
         )),
+    }
+}
+
+/// Whether `plan` reads the table's own columns: scans of it, or filters
+/// and aliases over them, with no subquery that could rename a column.
+pub(super) fn reads_table_directly(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::SubqueryAlias(alias)
+            if alias.alias.table() == table && alias.input.as_ref() == view =>
+        {
+            true
+        }
+        LogicalPlan::TableScan(scan) => scan.table_name.table() == table,
+        LogicalPlan::Filter(filter) => reads_table_directly(&filter.input, table, view),
+        LogicalPlan::SubqueryAlias(alias) => reads_table_directly(&alias.input, table, view),
+        _ => false,
     }
 }

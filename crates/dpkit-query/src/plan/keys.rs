@@ -3,6 +3,7 @@
 //! domain is enumerated from the bounds), or, without a domain, a column
 //! whose keys are thresholded.
 
+use datafusion::common::ExprSchema;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema};
 use datafusion::logical_expr::{Aggregate, Expr, lit, when};
@@ -10,7 +11,7 @@ use datafusion::logical_expr::{Aggregate, Expr, lit, when};
 use super::{DomainOf, KeySelection, not_private, sql_error, unalias};
 use crate::description::{ColumnKind, Description};
 use crate::error::Result;
-use crate::total::Totaliser;
+use crate::total::{Sizes, Totaliser};
 
 /// Enough domain cells: a GROUP BY over more combinations is refused.
 const MAX_DOMAIN_CELLS: usize = 100_000;
@@ -43,13 +44,14 @@ fn columns_of(expr: &Expr) -> Vec<String> {
 pub(super) fn plan(
     aggregate: &Aggregate,
     schema: &DFSchema,
+    sizes: &Sizes,
     description: &Description,
     domain_of: &mut DomainOf<'_>,
 ) -> Result<Keys> {
     let mut exprs = Vec::new();
     let mut domains = Vec::new();
     let mut names = Vec::new();
-    let mut totaliser = Totaliser::new(schema);
+    let mut totaliser = Totaliser::new(schema, sizes);
     for (index, expr) in aggregate.group_expr.iter().enumerate() {
         if matches!(expr, Expr::GroupingSet(_)) {
             return Err(not_private(
@@ -58,7 +60,7 @@ pub(super) fn plan(
         }
         names.push(aggregate.schema.field(index).name().clone());
         let total = totaliser.total(expr)?.expr;
-        let (rewritten, domain) = key(expr, total, description, domain_of)?;
+        let (rewritten, domain) = key(expr, total, schema, description, domain_of)?;
         exprs.push(rewritten.alias(format!("__dpkit_key_{index}")));
         domains.push(domain);
     }
@@ -80,6 +82,7 @@ pub(super) fn plan(
 fn key(
     original: &Expr,
     total: Expr,
+    schema: &DFSchema,
     description: &Description,
     domain_of: &mut DomainOf<'_>,
 ) -> Result<(Expr, Option<Vec<String>>)> {
@@ -95,6 +98,13 @@ fn key(
             if high - low >= MAX_ENUMERATED_VALUES || low.fract() != 0.0 || high.fract() != 0.0 {
                 return Err(not_private(format!(
                     "GROUP BY over '{column}' needs whole-number bounds less than 10⁶ apart"
+                )));
+            }
+            // The column must hold integers here too: a subquery can give a
+            // computed column of another type the same name.
+            if !is_integer_column(original, schema) {
+                return Err(not_private(format!(
+                    "GROUP BY over '{column}' needs it to be the table's integer column"
                 )));
             }
             let (low, high) = (low as i64, high as i64);
@@ -172,4 +182,13 @@ fn cells(domains: Vec<Vec<String>>) -> Result<Vec<Vec<String>>> {
             .collect();
     }
     Ok(cells)
+}
+
+/// Whether every column `expr` reads is an Int64 column of `schema`.
+fn is_integer_column(expr: &Expr, schema: &DFSchema) -> bool {
+    expr.column_refs().into_iter().all(|c| {
+        schema
+            .field_from_column(c)
+            .is_ok_and(|f| f.data_type() == &datafusion::arrow::datatypes::DataType::Int64)
+    })
 }

@@ -234,11 +234,13 @@ pub(crate) fn plan_private(
 ) -> Result<PrivateQuery> {
     let shape = peel(logical)?;
     let aggregate = shape.aggregate;
-    let input = input::rewrite(&aggregate.input, &description.table, view)?;
+    let (input, sizes) = input::rewrite(&aggregate.input, &description.table, view)?;
     #[cfg(feature = "planted-holes")]
     let input = planted_cap_after_from(input, description)?;
-    let keys = keys::plan(aggregate, input.schema(), description, domain_of)?;
-    let mut measured = aggregates::plan(aggregate, input.schema(), description)?;
+    let reads_table = input::reads_table_directly(&aggregate.input, &description.table, view);
+    let keys = keys::plan(aggregate, input.schema(), &sizes, description, domain_of)?;
+    let mut measured =
+        aggregates::plan(aggregate, input.schema(), &sizes, description, reads_table)?;
     let threshold_measurement =
         (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
     let (outputs, order_by) = outputs::plan(&shape, aggregate, &mut measured.aggregates)?;

@@ -433,6 +433,17 @@ fn privacy_argument(query: &PrivateQuery, noise: &NoisePlan) -> String {
             planned.sensitivity,
             planned.argument
         ));
+        if planned.considered.len() > 1 {
+            let options: Vec<String> = planned
+                .considered
+                .iter()
+                .map(|(name, error)| format!("{name} {error:.4}"))
+                .collect();
+            text.push_str(&format!(
+                "    auto: the least E|error| of {}\n",
+                options.join(", ")
+            ));
+        }
     }
     text
 }

@@ -61,6 +61,9 @@ pub struct PlannedNoise {
     pub noise_epsilon: f64,
     /// Why the calibration costs at most the measurement's ε.
     pub argument: &'static str,
+    /// Every mechanism considered for it with its E|error| (the chosen one
+    /// included): `auto` takes the least.
+    pub considered: Vec<(&'static str, f64)>,
     /// Half-width of its interval at the level its aggregate needs.
     pub half_width: f64,
     /// Its expected absolute error.
@@ -257,6 +260,7 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
             0.0
         };
         let mut best: Option<PlannedNoise> = None;
+        let mut considered = Vec::new();
         for candidate in candidates(choice, values)? {
             let (noise, calibration) =
                 build_noise(candidate, values, per_measurement, delta, &moved)?;
@@ -269,6 +273,7 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
                 level[index],
                 rounded,
             )?;
+            considered.push((planned.mechanism(), planned.expected_absolute_error));
             if best
                 .as_ref()
                 .is_none_or(|b| planned.expected_absolute_error < b.expected_absolute_error)
@@ -276,7 +281,7 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
                 best = Some(planned);
             }
         }
-        noises.extend(best);
+        noises.extend(best.map(|b| PlannedNoise { considered, ..b }));
     }
     let threshold = query
         .threshold_measurement
@@ -316,6 +321,7 @@ fn planned(
         sensitivity: calibration.sensitivity,
         noise_epsilon: calibration.epsilon,
         argument: calibration.argument,
+        considered: Vec::new(),
         half_width,
     })
 }

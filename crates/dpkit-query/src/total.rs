@@ -524,7 +524,7 @@ impl<'a> Totaliser<'a> {
             Some(ty) => ty,
         };
         let inner = self.visit(inner, depth)?;
-        Ok(typed(convert(inner, ty), ty))
+        Ok(typed(cast_to(inner, ty), ty))
     }
 
     fn function(&mut self, function: &ScalarFunction, depth: usize) -> Result<Typed> {
@@ -750,12 +750,7 @@ fn unify_pair(left: Typed, right: Typed) -> Result<(Expr, Expr, Ty)> {
         (Ty::Text, other) | (other, Ty::Text) if other != Ty::Null => other,
         (a, b) => unify(&[a, b])?,
     };
-    Ok((convert(left, ty), convert(right, ty), ty))
-}
-
-/// `value` as `ty`: a `TRY_CAST`, which gives NULL instead of failing.
-fn convert(value: Typed, ty: Ty) -> Expr {
-    cast_to(value, ty)
+    Ok((cast_to(left, ty), cast_to(right, ty), ty))
 }
 
 /// `value` as `ty`. Every [`Typed`] expression already has its type's exact

@@ -1,7 +1,5 @@
 //! Two-sided geometric (discrete Laplace) noise, in one or two random words.
 
-use std::sync::Arc;
-
 use rand_core::Rng;
 
 use super::alias_table::{AliasTable, LOW_63_BITS};
@@ -39,11 +37,14 @@ use crate::shared_tables::SharedTables;
 /// ```
 #[derive(Debug, Clone)]
 pub struct TwoSidedGeometricSampler {
-    shared: Arc<Tables>,
+    magnitude: GeometricSampler,
+    strategy: Strategy,
 }
 
 /// Everything built for one `s`: the magnitude sampler and the strategy.
-#[derive(Debug)]
+/// Each sampler keeps its own copy (microseconds to make), so that drawing
+/// reads its tables directly, as it did before they were shared.
+#[derive(Debug, Clone)]
 struct Tables {
     magnitude: GeometricSampler,
     strategy: Strategy,
@@ -99,7 +100,14 @@ impl TwoSidedGeometricSampler {
                 strategy,
             })
         })?;
-        Ok(Self { shared })
+        let Tables {
+            magnitude,
+            strategy,
+        } = Tables::clone(&shared);
+        Ok(Self {
+            magnitude,
+            strategy,
+        })
     }
 
     /// The sampling strategy for `s`, with its tables.
@@ -127,12 +135,12 @@ impl TwoSidedGeometricSampler {
 
     /// The ideal ratio `α = e^(-s)`.
     pub fn ratio(&self) -> f64 {
-        (-self.shared.magnitude.unit_log_ratio()).exp()
+        (-self.magnitude.unit_log_ratio()).exp()
     }
 
     /// The ideal `s = −ln α`.
     pub fn unit_log_ratio(&self) -> f64 {
-        self.shared.magnitude.unit_log_ratio()
+        self.magnitude.unit_log_ratio()
     }
 
     /// A proven upper bound on the privacy loss `ln P(Z = a) − ln P(Z = b)`
@@ -153,10 +161,10 @@ impl TwoSidedGeometricSampler {
             2.0 * (tail.log_deviation_bound_at_zero()
                 + tail.log_deviation_difference_bound(depth.saturating_add(1)))
         };
-        let excess = match &self.shared.strategy {
-            Strategy::SignMagnitude => return self.shared.magnitude.log_ratio_bound(shift),
+        let excess = match &self.strategy {
+            Strategy::SignMagnitude => return self.magnitude.log_ratio_bound(shift),
             Strategy::Direct(direct) => {
-                direct.table.log_spread() + tail_term(&self.shared.magnitude, shift)
+                direct.table.log_spread() + tail_term(&self.magnitude, shift)
             }
             Strategy::Blocked(blocked) => {
                 let depth = shift.div_ceil(1 << blocked.block_bits);
@@ -193,11 +201,11 @@ impl TwoSidedGeometricSampler {
     /// One draw.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
-        match &self.shared.strategy {
-            Strategy::Direct(direct) => direct.sample(&self.shared.magnitude, rng),
+        match &self.strategy {
+            Strategy::Direct(direct) => direct.sample(&self.magnitude, rng),
             Strategy::Blocked(blocked) => blocked.sample(rng),
             Strategy::SignMagnitude => loop {
-                let (negative, magnitude) = self.shared.magnitude.sample_with_sign(rng);
+                let (negative, magnitude) = self.magnitude.sample_with_sign(rng);
                 let magnitude = magnitude.min(i64::MAX as u64) as i64;
                 match (negative, magnitude) {
                     (true, 0) => continue,

@@ -15,7 +15,7 @@
 //! samples it draws.
 //!
 //! ```
-//! use dpkit_audit::{AuditSettings, AuditTarget, TargetParameters, audit};
+//! use dpkit_audit::{AuditSettings, AuditTarget, RunAudit, TargetParameters, audit};
 //! use dpkit_core::rng::InsecureSeededRng;
 //! let mut rng = InsecureSeededRng::from_seed_for_testing(7);
 //! let settings = AuditSettings { samples_per_input: 20_000, confidence: 0.99 };
@@ -36,4 +36,4 @@ pub mod targets;
 pub use auditor::{AuditReport, AuditSettings, NeighbouringOutputs, audit};
 pub use error::{AuditError, Result};
 pub use event::OutputEvent;
-pub use targets::{AuditTarget, TargetParameters};
+pub use targets::{AuditTarget, RunAudit, TargetParameters};

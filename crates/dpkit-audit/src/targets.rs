@@ -11,32 +11,18 @@ use rand_core::CryptoRng;
 use crate::auditor::NeighbouringOutputs;
 use crate::error::{AuditError, Result};
 
-/// A mechanism of `dpkit-core` that the auditor can run by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuditTarget {
-    /// [`Laplace`] on real values.
-    Laplace,
-    /// [`Staircase`] with the L1-optimal γ.
-    Staircase,
-    /// [`Staircase`] with the L2-optimal γ.
-    StaircaseL2,
-    /// [`TwoSidedGeometric`] on integers.
-    Geometric,
-    /// [`DiscreteStaircase`] on integers.
-    DiscreteStaircase,
-    /// [`Gaussian`] (needs δ).
-    Gaussian,
-    /// [`DiscreteGaussian`] (needs δ).
-    DiscreteGaussian,
-    /// [`BinaryRandomizedResponse`] with the largest coin whose exact ε fits.
-    BinaryRandomizedResponse,
-    /// [`KaryRandomizedResponse`] over four categories.
-    KaryRandomizedResponse,
-    /// [`ExponentialMechanism`] over four candidates.
-    Exponential,
-    /// [`ReportNoisyMax`] over four candidates.
-    ReportNoisyMax,
-}
+/// A mechanism of `dpkit-core` that the auditor can run by name: an entry of
+/// the core's catalogue (names, `ALL`, `from_name`, `needs_delta` come from
+/// there), run by [`RunAudit::run`]. Randomized response is run with the
+/// largest coin whose exact ε fits; the selection mechanisms over four
+/// candidates.
+///
+/// ```
+/// use dpkit_audit::AuditTarget;
+/// assert_eq!(AuditTarget::from_name("staircase-l2"), Some(AuditTarget::StaircaseL2));
+/// assert!(AuditTarget::ALL.iter().all(|t| AuditTarget::from_name(t.name()) == Some(*t)));
+/// ```
+pub type AuditTarget = MechanismKind;
 
 /// The parameters of one audited mechanism.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,60 +35,19 @@ pub struct TargetParameters {
     pub sensitivity: f64,
 }
 
-impl AuditTarget {
-    /// Every target, in the order the CLI lists them.
-    pub const ALL: [AuditTarget; 11] = [
-        Self::Laplace,
-        Self::Staircase,
-        Self::StaircaseL2,
-        Self::Geometric,
-        Self::DiscreteStaircase,
-        Self::Gaussian,
-        Self::DiscreteGaussian,
-        Self::BinaryRandomizedResponse,
-        Self::KaryRandomizedResponse,
-        Self::Exponential,
-        Self::ReportNoisyMax,
-    ];
+/// Running a catalogue mechanism on a pair of neighbouring inputs.
+pub trait RunAudit {
+    /// Builds the mechanism and draws `samples` outputs from each of two
+    /// neighbouring inputs (see the implementation for which).
+    fn run<R: CryptoRng + ?Sized>(
+        self,
+        parameters: TargetParameters,
+        samples: usize,
+        rng: &mut R,
+    ) -> Result<NeighbouringOutputs>;
+}
 
-    /// The target's command-line name.
-    ///
-    /// ```
-    /// use dpkit_audit::AuditTarget;
-    /// assert_eq!(AuditTarget::from_name("staircase-l2"), Some(AuditTarget::StaircaseL2));
-    /// assert!(AuditTarget::ALL.iter().all(|t| AuditTarget::from_name(t.name()) == Some(*t)));
-    /// ```
-    pub fn name(self) -> &'static str {
-        self.kind().name()
-    }
-
-    /// The target's entry in dpkit-core's mechanism catalogue.
-    pub fn kind(self) -> MechanismKind {
-        match self {
-            Self::Laplace => MechanismKind::Laplace,
-            Self::Staircase => MechanismKind::Staircase,
-            Self::StaircaseL2 => MechanismKind::StaircaseL2,
-            Self::Geometric => MechanismKind::Geometric,
-            Self::DiscreteStaircase => MechanismKind::DiscreteStaircase,
-            Self::Gaussian => MechanismKind::Gaussian,
-            Self::DiscreteGaussian => MechanismKind::DiscreteGaussian,
-            Self::BinaryRandomizedResponse => MechanismKind::BinaryRandomizedResponse,
-            Self::KaryRandomizedResponse => MechanismKind::KaryRandomizedResponse,
-            Self::Exponential => MechanismKind::Exponential,
-            Self::ReportNoisyMax => MechanismKind::ReportNoisyMax,
-        }
-    }
-
-    /// The target called `name`, if any.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.name() == name)
-    }
-
-    /// Whether the target needs δ.
-    pub fn needs_delta(self) -> bool {
-        self.kind().needs_delta()
-    }
-
+impl RunAudit for AuditTarget {
     /// Builds the mechanism and draws `samples` outputs from each of two
     /// neighbouring inputs:
     /// * real additive mechanisms: `q = 0.37·Δ` and `q + Δ` (off the output
@@ -111,7 +56,7 @@ impl AuditTarget {
     /// * randomized response: truth `false`/`true`, or categories 0 and 1;
     /// * selection mechanisms: utilities `(0, 0, 0, 0)` and `(Δ, −Δ, −Δ, −Δ)`,
     ///   every utility moving by the full sensitivity.
-    pub fn run<R: CryptoRng + ?Sized>(
+    fn run<R: CryptoRng + ?Sized>(
         self,
         parameters: TargetParameters,
         samples: usize,

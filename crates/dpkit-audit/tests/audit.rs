@@ -5,8 +5,8 @@
 mod naive_laplace;
 
 use dpkit_audit::{
-    AuditReport, AuditSettings, AuditTarget, NeighbouringOutputs, OutputEvent, TargetParameters,
-    audit,
+    AuditReport, AuditSettings, AuditTarget, NeighbouringOutputs, OutputEvent, RunAudit,
+    TargetParameters, audit,
 };
 use dpkit_core::accounting::PrivacyLoss;
 use dpkit_core::mechanism::{Laplace, RealMechanism, StaircaseGamma};

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use dpkit_audit::{
-    AuditReport, AuditSettings, AuditTarget, NeighbouringOutputs, OutputEvent, TargetParameters,
-    audit,
+    AuditReport, AuditSettings, AuditTarget, NeighbouringOutputs, OutputEvent, RunAudit,
+    TargetParameters, audit,
 };
 use dpkit_core::rng::{InsecureSeededRng, SecureRng};
 use dpkit_plot::{HistogramFigure, HistogramSeries, draw};

@@ -235,3 +235,101 @@ fn densities_integrate_to_one() {
     let gaussian = integrate(&|x| gaussian_density(x, 7.0), 100.0);
     assert!((gaussian - 1.0).abs() < 1e-6);
 }
+
+/// The false-failure probability of each statistical check below: with a
+/// dozen such checks, a correct build fails less than once in 10⁶ runs.
+const FALSE_ALARM: f64 = 1e-8;
+
+fn adult_folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult")
+}
+
+/// Column `name` of Adult file `file`, read here without the lab's reader.
+fn adult_column(file: &str, name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(adult_folder().join(file)).unwrap();
+    let mut lines = text.lines().filter(|line| !line.is_empty());
+    let index = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|field| field == name)
+        .unwrap();
+    lines
+        .map(|line| line.split(',').nth(index).unwrap().to_string())
+        .collect()
+}
+
+/// The Bernoulli relative entropy KL(q ‖ p): `n·KL` bounds the log-probability
+/// that `n` draws show frequency `q` (Chernoff).
+fn bernoulli_kl(q: f64, p: f64) -> f64 {
+    let term = |a: f64, b: f64| if a == 0.0 { 0.0 } else { a * (a / b).ln() };
+    term(q, p) + term(1.0 - q, 1.0 - p)
+}
+
+#[test]
+fn exponential_follows_the_seed_and_matches_the_csv_counts() {
+    let folder = run_quick(Experiment::Exponential);
+    // Independently: utility count/1000, Δu = 1, ε = 1 (the seed notebook's),
+    // P(a) = exp(u_a/2) / Σ exp(u/2), over both Adult files.
+    let mut counts: std::collections::HashMap<String, f64> = Default::default();
+    for file in ["adult.data.csv", "adult.test.csv"] {
+        for status in adult_column(file, "marital-status") {
+            *counts.entry(status).or_default() += 1.0;
+        }
+    }
+    assert_eq!(counts.values().sum::<f64>(), 48_842.0);
+    let best = counts.values().copied().fold(0.0, f64::max);
+    let weight = |count: f64| ((count - best) / 1000.0 / 2.0).exp();
+    let total: f64 = counts.values().map(|&c| weight(c)).sum();
+    let married = weight(counts["Married-civ-spouse"]) / total;
+    assert!((married - 0.958).abs() < 5e-4, "closed form {married}");
+
+    let rows = rows(&folder, "exponential.csv");
+    let at = |sensitivity: f64, drawn: bool| -> Vec<_> {
+        rows.iter()
+            .filter(|r| {
+                number(r, "epsilon") == 1.0
+                    && number(r, "utility_sensitivity") == sensitivity
+                    && r["observed_frequency"].is_empty() != drawn
+            })
+            .collect()
+    };
+    let seed = at(1.0, true);
+    assert_eq!(seed.len(), 7);
+    for row in &seed {
+        let status = &row["marital_status"];
+        assert_eq!(number(row, "count"), counts[status]);
+        // dpkit calibrates to ε(1 − 10⁻⁶) and rounds weights to 2.4e-10:
+        // the probabilities move by less than 2e-7.
+        let p = weight(counts[status]) / total;
+        assert!(
+            (number(row, "exact_probability") - p).abs() < 1e-6,
+            "{row:?}"
+        );
+    }
+    let top = seed
+        .iter()
+        .find(|r| r["marital_status"] == "Married-civ-spouse")
+        .unwrap();
+    let (draws, observed) = (number(top, "draws"), number(top, "observed_frequency"));
+    assert!(
+        draws * bernoulli_kl(observed, married) <= (2.0 / FALSE_ALARM).ln(),
+        "{observed} in {draws} draws against {married}"
+    );
+    let report = std::fs::read_to_string(folder.join("report.md")).unwrap();
+    assert!(report.contains(&format!("= {married:.4} on both files together")));
+
+    // With the true Δu = 1/1000 only the 2⁻³⁰ weight floor is left for the others.
+    let floor = 2f64.powi(-30) / (1.0 + 6.0 * 2f64.powi(-30));
+    for row in at(0.001, false) {
+        let expected = if row["marital_status"] == "Married-civ-spouse" {
+            1.0 - 6.0 * floor
+        } else {
+            floor
+        };
+        assert!(
+            (number(row, "exact_probability") / expected - 1.0).abs() < 1e-6,
+            "{row:?}"
+        );
+    }
+}

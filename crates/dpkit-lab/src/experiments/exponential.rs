@@ -1,5 +1,7 @@
 //! Experiment 5: the exponential mechanism picks the most common marital
-//! status in the Adult census, with the count as utility.
+//! status in the Adult census, with the seed notebook's settings: utility
+//! count/1000, declared Δu = 1, ε = 1 (Near & Abuah, *Programming
+//! Differential Privacy*, §The exponential mechanism).
 
 use dpkit_core::mechanism::ExponentialMechanism;
 use dpkit_plot::{Axis, BarFigure, BarGroup, Curve, CurveStyle, LineFigure};
@@ -9,6 +11,17 @@ use crate::Context;
 use crate::adult::{ADULT_FILES, text_column};
 use crate::error::Result;
 use crate::output::{Section, markdown_table, significant};
+
+/// The seed's utility of a status is its count divided by this.
+pub const UTILITY_SCALE: f64 = 1000.0;
+/// The utility sensitivity the seed declares to the mechanism. The utility's
+/// true sensitivity is `1 / UTILITY_SCALE`, so this is 1000× cautious: the
+/// selection is in fact `ε / 1000`-DP.
+pub const DECLARED_SENSITIVITY: f64 = 1.0;
+/// The seed's ε.
+pub const SEED_EPSILON: f64 = 1.0;
+/// The smaller ε whose selections are drawn next to the exact curves.
+const MEASURED_AT: [f64; 4] = [0.01, 0.03, 0.1, 0.3];
 
 /// Marital statuses and their counts, most common first.
 pub fn marital_status_counts(statuses: &[String]) -> Vec<(String, f64)> {
@@ -21,6 +34,19 @@ pub fn marital_status_counts(statuses: &[String]) -> Vec<(String, f64)> {
     }
     counts.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     counts
+}
+
+/// The seed's utilities: each count divided by [`UTILITY_SCALE`].
+pub fn seed_utilities(counts: &[(String, f64)]) -> Vec<f64> {
+    counts.iter().map(|(_, c)| c / UTILITY_SCALE).collect()
+}
+
+/// The exact probability of choosing the most common status with the seed's
+/// settings, for the statuses in `statuses`.
+pub fn seed_top_probability(statuses: &[String]) -> Result<f64> {
+    let utilities = seed_utilities(&marital_status_counts(statuses));
+    let mechanism = ExponentialMechanism::new(SEED_EPSILON, DECLARED_SENSITIVITY)?;
+    Ok(mechanism.selection_probabilities(&utilities)?[0])
 }
 
 /// How often each candidate was chosen in `draws` selections.
@@ -40,170 +66,283 @@ fn observed_frequencies(
         .collect())
 }
 
-/// Runs the experiment.
-pub fn run(context: &mut Context) -> Result<Section> {
+/// Selection probabilities at one ε and Δu, with observed frequencies where drawn.
+struct Selection {
+    epsilon: f64,
+    sensitivity: f64,
+    exact: Vec<f64>,
+    observed: Option<Vec<f64>>,
+}
+
+/// The statuses, their utilities and every computed selection.
+struct Results {
+    people: usize,
+    names: Vec<String>,
+    counts: Vec<f64>,
+    utilities: Vec<f64>,
+    draws: usize,
+    /// ε = 1 with the declared Δu, then [`MEASURED_AT`]; all with frequencies.
+    measured: Vec<Selection>,
+    /// ε = 1 with the utility's true sensitivity 1/1000.
+    calibrated: Selection,
+    sweep: Vec<Selection>,
+    /// P(leader) on each Adult file alone.
+    per_file: Vec<(&'static str, f64)>,
+}
+
+fn exact(epsilon: f64, sensitivity: f64, utilities: &[f64]) -> Result<Selection> {
+    Ok(Selection {
+        epsilon,
+        sensitivity,
+        exact: ExponentialMechanism::new(epsilon, sensitivity)?
+            .selection_probabilities(utilities)?,
+        observed: None,
+    })
+}
+
+fn compute(context: &mut Context) -> Result<Results> {
     let settings = context.settings;
     let statuses = text_column(&settings.data, &ADULT_FILES, "marital-status")?;
     let counts = marital_status_counts(&statuses);
-    let names: Vec<String> = counts.iter().map(|(n, _)| n.clone()).collect();
-    let utilities: Vec<f64> = counts.iter().map(|(_, c)| *c).collect();
+    let utilities = seed_utilities(&counts);
     let draws = settings.pick(10_000, 2_000);
-    let sweep = log_grid(1e-5, 1.0, settings.pick(31, 6), &[1e-5, 1e-4]);
-    let measured_at = [1e-4, 3e-4, 1e-3, 3e-3];
-    let bar = context.progress((1 + measured_at.len()) as u64, "exponential");
-
-    // (ε, exact probabilities, observed frequencies): ε = 1 first, then the
-    // smaller ε whose frequencies are drawn next to the exact curves.
-    let mut measured = Vec::with_capacity(1 + measured_at.len());
-    for epsilon in std::iter::once(1.0).chain(measured_at) {
-        let mechanism = ExponentialMechanism::new(epsilon, 1.0)?;
-        let exact = mechanism.selection_probabilities(&utilities)?;
-        let observed = observed_frequencies(&mechanism, &utilities, draws, context)?;
-        measured.push((epsilon, exact, observed));
+    let bar = context.progress((1 + MEASURED_AT.len()) as u64, "exponential");
+    let mut measured = Vec::with_capacity(1 + MEASURED_AT.len());
+    for epsilon in std::iter::once(SEED_EPSILON).chain(MEASURED_AT) {
+        let mechanism = ExponentialMechanism::new(epsilon, DECLARED_SENSITIVITY)?;
+        let mut selection = exact(epsilon, DECLARED_SENSITIVITY, &utilities)?;
+        selection.observed = Some(observed_frequencies(
+            &mechanism, &utilities, draws, context,
+        )?);
+        measured.push(selection);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let (_, exact, observed) = measured[0].clone();
-    let mut exact_sweep = Vec::new();
-    for &epsilon in &sweep {
-        exact_sweep.push((
-            epsilon,
-            ExponentialMechanism::new(epsilon, 1.0)?.selection_probabilities(&utilities)?,
-        ));
+    let sweep = log_grid(1e-2, 10.0, settings.pick(31, 6), &[0.01, 0.1])
+        .into_iter()
+        .map(|epsilon| exact(epsilon, DECLARED_SENSITIVITY, &utilities))
+        .collect::<Result<_>>()?;
+    let mut per_file = Vec::new();
+    for file in ADULT_FILES {
+        let statuses = text_column(&settings.data, &[file], "marital-status")?;
+        per_file.push((file, seed_top_probability(&statuses)?));
     }
+    Ok(Results {
+        people: statuses.len(),
+        names: counts.iter().map(|(n, _)| n.clone()).collect(),
+        counts: counts.iter().map(|(_, c)| *c).collect(),
+        calibrated: exact(SEED_EPSILON, 1.0 / UTILITY_SCALE, &utilities)?,
+        utilities,
+        draws,
+        measured,
+        sweep,
+        per_file,
+    })
+}
 
-    // One CSV row per (ε, status); frequencies only where they were drawn.
-    let mut csv_rows = Vec::new();
-    let mut add_rows = |epsilon: f64, probabilities: &[f64], frequencies: Option<&[f64]>| {
-        for (index, name) in names.iter().enumerate() {
-            csv_rows.push(vec![
-                epsilon.to_string(),
+/// One CSV row per (ε, Δu, status); frequencies only where they were drawn.
+fn write_csv(results: &Results, context: &Context) -> Result<String> {
+    let mut rows = Vec::new();
+    let selections = results
+        .sweep
+        .iter()
+        .chain(&results.measured)
+        .chain(std::iter::once(&results.calibrated));
+    for selection in selections {
+        for (index, name) in results.names.iter().enumerate() {
+            let observed = selection.observed.as_ref();
+            rows.push(vec![
+                selection.epsilon.to_string(),
+                selection.sensitivity.to_string(),
                 name.clone(),
-                utilities[index].to_string(),
-                probabilities[index].to_string(),
-                frequencies.map_or(String::new(), |f| f[index].to_string()),
-                frequencies.map_or(String::new(), |_| draws.to_string()),
+                results.counts[index].to_string(),
+                results.utilities[index].to_string(),
+                selection.exact[index].to_string(),
+                observed.map_or(String::new(), |f| f[index].to_string()),
+                observed.map_or(String::new(), |_| results.draws.to_string()),
             ]);
         }
-    };
-    for (epsilon, probabilities) in &exact_sweep {
-        add_rows(*epsilon, probabilities, None);
     }
-    for (epsilon, probabilities, frequencies) in &measured {
-        add_rows(*epsilon, probabilities, Some(frequencies));
-    }
-    let csv = context.out.csv(
+    context.out.csv(
         "exponential",
         &[
             "epsilon",
+            "utility_sensitivity",
             "marital_status",
             "count",
+            "utility",
             "exact_probability",
             "observed_frequency",
             "draws",
         ],
-        &csv_rows,
-    )?;
+        &rows,
+    )
+}
 
-    let bars_png = context.out.figure(
+fn draw_bars(results: &Results, context: &Context) -> Result<String> {
+    let seed = &results.measured[0];
+    context.out.figure(
         "exponential_at_epsilon_1",
         &BarFigure {
-            title: format!("Most common marital status at ε = 1: {draws} selections"),
+            title: format!(
+                "Marital status chosen at ε = 1, utility count/1000, Δu = 1: {} selections",
+                results.draws
+            ),
             value_label: "probability of being chosen".into(),
-            categories: names.clone(),
+            categories: results.names.clone(),
             groups: vec![
                 BarGroup {
                     name: "observed frequency".into(),
-                    values: observed.clone(),
+                    values: seed.observed.clone().unwrap_or_default(),
                     ranges: vec![],
                 },
                 BarGroup {
                     name: "exact probability".into(),
-                    values: exact.clone(),
+                    values: seed.exact.clone(),
                     ranges: vec![],
                 },
             ],
         },
-    )?;
+    )
+}
+
+fn draw_sweep(results: &Results, context: &Context) -> Result<String> {
     let mut curves = Vec::new();
-    for (index, name) in names.iter().enumerate() {
+    for (index, name) in results.names.iter().enumerate() {
         curves.push(Curve {
             name: name.clone(),
             colour_index: index,
             style: CurveStyle::Line,
-            points: exact_sweep.iter().map(|(e, p)| (*e, p[index])).collect(),
+            points: results
+                .sweep
+                .iter()
+                .map(|s| (s.epsilon, s.exact[index]))
+                .collect(),
             band: vec![],
         });
         curves.push(Curve {
             name: if index == 0 {
-                format!("observed ({draws} draws)")
+                format!("observed ({} draws)", results.draws)
             } else {
                 String::new()
             },
             colour_index: index,
             style: CurveStyle::Markers,
-            points: measured[1..]
+            points: results
+                .measured
                 .iter()
-                .map(|(e, _, f)| (*e, f[index]))
+                .filter_map(|s| Some((s.epsilon, s.observed.as_ref()?[index])))
                 .collect(),
             band: vec![],
         });
     }
-    let sweep_png = context.out.figure(
+    context.out.figure(
         "exponential_against_epsilon",
         &LineFigure {
-            title: "Probability of choosing each marital status (utility = count, Δu = 1)".into(),
+            title: "Probability of choosing each marital status (utility = count/1000, Δu = 1)"
+                .into(),
             x_label: "privacy parameter ε (log scale)".into(),
             y_label: "probability of being chosen".into(),
             x_axis: Axis::Log,
             y_axis: Axis::Linear,
             curves,
         },
-    )?;
-    let table_rows: Vec<Vec<String>> = names
+    )
+}
+
+fn table(results: &Results) -> String {
+    let seed = &results.measured[0];
+    let observed = seed.observed.as_deref().unwrap_or_default();
+    let rows: Vec<Vec<String>> = results
+        .names
         .iter()
         .enumerate()
         .map(|(i, name)| {
             vec![
                 name.clone(),
-                utilities[i].to_string(),
-                significant(exact[i], 4),
-                significant(observed[i], 4),
+                results.counts[i].to_string(),
+                significant(results.utilities[i], 4),
+                significant(seed.exact[i], 4),
+                significant(observed.get(i).copied().unwrap_or(f64::NAN), 4),
+                significant(results.calibrated.exact[i], 4),
             ]
         })
         .collect();
-    let top = &names[0];
-    let gap = utilities[0] - utilities.get(1).copied().unwrap_or(0.0);
+    markdown_table(
+        &[
+            "marital status",
+            "count",
+            "utility (count/1000)",
+            "exact P, ε = 1, Δu = 1 (seed)",
+            "observed, ε = 1, Δu = 1",
+            "exact P, ε = 1, Δu = 1/1000",
+        ],
+        &rows,
+    )
+}
+
+fn paragraphs(results: &Results) -> Vec<String> {
+    let seed = &results.measured[0];
+    let top = &results.names[0];
+    let gap = results.utilities[0] - results.utilities.get(1).copied().unwrap_or(0.0);
     let top_at = |epsilon: f64| {
-        exact_sweep
+        results
+            .sweep
             .iter()
-            .find(|(e, _)| (*e / epsilon - 1.0).abs() < 1e-9)
-            .map_or(f64::NAN, |(_, p)| p[0])
+            .find(|s| (s.epsilon / epsilon - 1.0).abs() < 1e-9)
+            .map_or(f64::NAN, |s| s.exact[0])
     };
-    let paragraphs = vec![
+    let per_file: Vec<String> = results
+        .per_file
+        .iter()
+        .map(|(file, p)| format!("{p:.4} on {file} alone"))
+        .collect();
+    vec![
         format!(
             "The {people} people of both Adult files have {k} marital statuses; the most common, \
-             {top}, leads the next by {gap} people. With the count as utility (Δu = 1, since one \
-             person changes one count by one), the exponential mechanism at ε = 1 chooses {top} \
-             with probability {p:.6}: in {draws} selections it was chosen {observed_top:.4} of \
-             the time. The other statuses show 9.3e-10 rather than e^(−ε·gap/2) because dpkit \
-             keeps every weight at or above 2⁻³⁰ of the largest, so that every candidate stays \
-             reachable whatever the data; the floor is 1-Lipschitz in the utilities and costs no \
-             privacy.",
-            people = statuses.len(),
-            k = names.len(),
-            p = exact[0],
-            observed_top = observed[0],
+             {top}, leads the next by {gap_people} people. As the seed notebook does (Near & \
+             Abuah, Programming Differential Privacy, §The exponential mechanism), the utility \
+             is the count divided by 1000 and the mechanism is told Δu = 1, at ε = 1: it chooses \
+             {top} with probability exp(ε·u/(2Δu)) / Σ exp(ε·u'/(2Δu)) = {p:.4} on both files \
+             together ({per_file}), and in {draws} selections it chose it {observed:.4} of the \
+             time.",
+            people = results.people,
+            k = results.names.len(),
+            gap_people = results.counts[0] - results.counts.get(1).copied().unwrap_or(0.0),
+            p = seed.exact[0],
+            per_file = per_file.join(", "),
+            draws = results.draws,
+            observed = seed.observed.as_ref().map_or(f64::NAN, |f| f[0]),
         ),
         format!(
-            "The choice only becomes uncertain when ε·gap/2 is near 1: at ε = 1e-4 the leader is \
-             chosen with probability {p4:.3}, and at ε = 1e-5 with {p5:.3}, close to the uniform \
-             1/{k}. The markers are observed frequencies over {draws} selections at four ε.",
-            p4 = top_at(1e-4),
-            p5 = top_at(1e-5),
-            k = names.len(),
+            "One person changes one count by one, so the true sensitivity of count/1000 is \
+             1/1000: declaring Δu = 1 is 1000× cautious. The selection is in fact ε/1000 = 0.001-DP \
+             (the same as the count as utility at ε = 0.001), while the accountant charges ε = 1. \
+             Calibrated to the true Δu = 1/1000, ε = 1 chooses {top} with probability \
+             1 − {miss}: each other status keeps only dpkit's floor of 2⁻³⁰ of the leader's \
+             weight, which keeps every candidate reachable whatever the data and costs no \
+             privacy (it is 1-Lipschitz in the utilities).",
+            miss = significant(results.calibrated.exact[1..].iter().sum::<f64>(), 2),
         ),
-    ];
+        format!(
+            "The choice only becomes uncertain when ε·gap/(2Δu) is near 1 (the utility gap is \
+             {gap:.3}): at ε = 0.1 the leader is chosen with probability {p1:.3}, and at \
+             ε = 0.01 with {p2:.3}, close to the uniform 1/{k}. The markers are observed \
+             frequencies over {draws} selections at four ε.",
+            p1 = top_at(0.1),
+            p2 = top_at(0.01),
+            k = results.names.len(),
+            draws = results.draws,
+        ),
+    ]
+}
+
+/// Runs the experiment.
+pub fn run(context: &mut Context) -> Result<Section> {
+    let results = compute(context)?;
+    let csv = write_csv(&results, context)?;
+    let bars_png = draw_bars(&results, context)?;
+    let sweep_png = draw_sweep(&results, context)?;
     Ok(Section {
         title: "Exponential mechanism: the most common marital status".into(),
         figures: vec![
@@ -213,16 +352,8 @@ pub fn run(context: &mut Context) -> Result<Section> {
             ),
             (sweep_png, "selection probabilities against ε".into()),
         ],
-        tables: vec![markdown_table(
-            &[
-                "marital status",
-                "count",
-                "exact P at ε = 1",
-                "observed at ε = 1",
-            ],
-            &table_rows,
-        )],
-        paragraphs,
+        tables: vec![table(&results)],
+        paragraphs: paragraphs(&results),
         csv_files: vec![csv],
     })
 }

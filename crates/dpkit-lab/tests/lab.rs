@@ -266,6 +266,42 @@ fn bernoulli_kl(q: f64, p: f64) -> f64 {
     term(q, p) + term(1.0 - q, 1.0 - p)
 }
 
+/// The Cramér rate `sup_θ (θ·m − Λ(θ))` over `θ` in the open interval
+/// `domain` where the log-moment-generating function `Λ` is finite (ternary
+/// search: the objective is concave).
+fn cramer_rate(m: f64, log_mgf: &dyn Fn(f64) -> f64, domain: (f64, f64)) -> f64 {
+    let objective = |theta: f64| theta * m - log_mgf(theta);
+    let inside = 1.0 - 1e-12;
+    let (mut low, mut high) = (domain.0 * inside, domain.1 * inside);
+    for _ in 0..400 {
+        let (a, b) = (low + (high - low) / 3.0, high - (high - low) / 3.0);
+        if objective(a) < objective(b) {
+            low = a;
+        } else {
+            high = b;
+        }
+    }
+    objective(0.5 * (low + high)).max(0.0)
+}
+
+/// Whether the mean of `sample` is consistent with a law of mean `expected`
+/// and log-MGF `log_mgf` (finite on `domain`): by the Chernoff bound,
+/// `P(n·I(mean) > ln(2/α)) ≤ α`. `slack` (relative) absorbs dpkit's grid
+/// and calibration, which move `E|X|` by at most 0.1% (see `Laplace`).
+fn chernoff_consistent(
+    sample: &[f64],
+    expected: f64,
+    log_mgf: &dyn Fn(f64) -> f64,
+    domain: (f64, f64),
+    slack: f64,
+) -> bool {
+    let n = sample.len() as f64;
+    let mean = sample.iter().sum::<f64>() / n;
+    let gap = ((mean - expected).abs() - slack * expected.abs()).max(0.0);
+    let rate = cramer_rate(expected + gap.copysign(mean - expected), log_mgf, domain);
+    n * rate <= (2.0 / FALSE_ALARM).ln()
+}
+
 #[test]
 fn exponential_follows_the_seed_and_matches_the_csv_counts() {
     let folder = run_quick(Experiment::Exponential);
@@ -332,4 +368,73 @@ fn exponential_follows_the_seed_and_matches_the_csv_counts() {
             "{row:?}"
         );
     }
+}
+
+#[test]
+fn composition_releases_the_books_count_with_laplace_noise() {
+    let folder = run_quick(Experiment::Composition);
+    let over_fifty = adult_column("adult.data.csv", "age")
+        .iter()
+        .filter(|age| age.parse::<i64>().unwrap() > 50)
+        .count() as f64;
+    assert_eq!(over_fifty, 6460.0);
+    let rows = rows(&folder, "composition.csv");
+    let sample = |release: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r["release"] == release)
+            .map(|r| {
+                assert_eq!(number(r, "true_count"), over_fifty);
+                let error = number(r, "error");
+                assert!((number(r, "released") - over_fifty - error).abs() < 1e-6);
+                error
+            })
+            .collect()
+    };
+    // Laplace of scale λ: Λ(θ) = −ln(1 − λ²θ²); |X| is exponential of mean λ.
+    for (release, scale) in [
+        ("ε₁ = 0.1 release", 10.0),
+        ("ε₂ = 0.2 release", 5.0),
+        ("one ε = 0.3 release", 10.0 / 3.0),
+    ] {
+        let errors = sample(release);
+        assert_eq!(errors.len(), 300);
+        let signed = |t: f64| -(1.0 - scale * scale * t * t).ln();
+        let domain = (-1.0 / scale, 1.0 / scale);
+        assert!(
+            chernoff_consistent(&errors, 0.0, &signed, domain, 0.0),
+            "{release}: mean"
+        );
+        let absolute: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+        let exponential = |t: f64| -(1.0 - scale * t).ln();
+        assert!(
+            chernoff_consistent(&absolute, scale, &exponential, (-1e6, 1.0 / scale), 1e-3),
+            "{release}: mean |error| against {scale}"
+        );
+    }
+    // The average of Laplace(a) and Laplace(b): |X₁ + X₂| has density
+    // (a²·Exp_a − b²·Exp_b)/(a² − b²), so E|(X₁ + X₂)/2| = (a² + ab + b²)/(2(a + b)).
+    let (a, b) = (10.0f64, 5.0f64);
+    let errors = sample("average of the two");
+    let signed = |t: f64| -(1.0 - a * a * t * t / 4.0).ln() - (1.0 - b * b * t * t / 4.0).ln();
+    assert!(
+        chernoff_consistent(&errors, 0.0, &signed, (-2.0 / a, 2.0 / a), 0.0),
+        "average: mean"
+    );
+    let absolute: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+    let mgf =
+        |t: f64| (a * a / (1.0 - a * t / 2.0) - b * b / (1.0 - b * t / 2.0)) / (a * a - b * b);
+    let expected = (a * a + a * b + b * b) / (2.0 * (a + b));
+    assert!(
+        chernoff_consistent(&absolute, expected, &|t| mgf(t).ln(), (-1e6, 2.0 / a), 1e-3),
+        "average: mean |error| against {expected}"
+    );
+    // Laplace noise is real-valued (on a grid of at most 2⁻¹⁰): a whole-number
+    // error has probability below 1e-3, where integer noise always gives one.
+    let whole = rows
+        .iter()
+        .filter(|r| number(r, "error").fract() == 0.0)
+        .count();
+    assert!(whole * 10 < rows.len(), "{whole} whole-number errors");
+    let report = std::fs::read_to_string(folder.join("report.md")).unwrap();
+    assert!(report.contains("6460 people older than 50") && report.contains("Laplace"));
 }

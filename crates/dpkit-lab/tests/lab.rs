@@ -438,3 +438,85 @@ fn composition_releases_the_books_count_with_laplace_noise() {
     let report = std::fs::read_to_string(folder.join("report.md")).unwrap();
     assert!(report.contains("6460 people older than 50") && report.contains("Laplace"));
 }
+
+/// `P(|h − h'| ≤ x)` for the two-component height model, by integrating
+/// `f(h)·(F(h + x) − F(h − x))` numerically (independent of the lab's
+/// pairwise closed form).
+fn height_distance_cdf(x: f64) -> f64 {
+    let components = [(0.5, 178.0, 7.0), (0.5, 162.0, 6.5)];
+    let density = |h: f64| -> f64 {
+        components
+            .iter()
+            .map(|&(w, m, s): &(f64, f64, f64)| {
+                w * (-0.5 * ((h - m) / s).powi(2)).exp() / (s * (2.0 * std::f64::consts::PI).sqrt())
+            })
+            .sum()
+    };
+    let cdf = |h: f64| -> f64 {
+        components
+            .iter()
+            .map(|&(w, m, s): &(f64, f64, f64)| {
+                w * 0.5 * (1.0 + libm::erf((h - m) / (s * 2f64.sqrt())))
+            })
+            .sum()
+    };
+    let (low, high, steps) = (90.0, 250.0, 40_000);
+    let step = (high - low) / steps as f64;
+    (0..steps)
+        .map(|i| {
+            let h = low + (i as f64 + 0.5) * step;
+            density(h) * (cdf(h + x) - cdf(h - x))
+        })
+        .sum::<f64>()
+        * step
+}
+
+/// `P(Bin(n, p) ≥ k)` and `P(Bin(n, p) < k)`, summed term by term.
+fn binomial_tails(n: usize, k: usize, p: f64) -> (f64, f64) {
+    let log_pmf = |j: usize| {
+        let (n, j) = (n as f64, j as f64);
+        libm::lgamma(n + 1.0) - libm::lgamma(j + 1.0) - libm::lgamma(n - j + 1.0)
+            + j * p.ln()
+            + (n - j) * (1.0 - p).ln()
+    };
+    let at_least: f64 = (k..=n).map(|j| log_pmf(j).exp()).sum();
+    let below: f64 = (0..k).map(|j| log_pmf(j).exp()).sum();
+    (at_least, below)
+}
+
+#[test]
+fn mean_height_reports_the_sampled_quantile_sensitivity() {
+    let folder = run_quick(Experiment::MeanHeight);
+    let rows = rows(&folder, "mean_height_sensitivity.csv");
+    let row = |kind: &str| rows.iter().find(|r| r["sensitivity_kind"] == kind).unwrap();
+    let quantile = row("sampled quantile sensitivity");
+    let typical = number(row("typical sensitivity"), "sensitivity_cm");
+    let sensitivity = number(quantile, "sensitivity_cm");
+    let (m, k) = (number(quantile, "samples"), number(quantile, "rank"));
+    let (gamma, rho) = (number(quantile, "gamma"), number(quantile, "rho"));
+    assert_eq!((m, gamma, rho), (2000.0, 0.05, 0.05));
+    assert_eq!(
+        k,
+        (m * (1.0 - gamma + ((1.0 / rho).ln() / (2.0 * m)).sqrt())).ceil()
+    );
+    assert!(sensitivity > typical, "{sensitivity} ≤ {typical}");
+    // The k-th of m sampled distances sits at F⁻¹ of a Beta(k, m + 1 − k)
+    // draw: P(Bin(m, F(s)) ≥ k) is uniform on (0, 1).
+    let level = height_distance_cdf(sensitivity);
+    let (at_least, below) = binomial_tails(m as usize, k as usize, level);
+    assert!(
+        at_least >= FALSE_ALARM / 2.0 && below >= FALSE_ALARM / 2.0,
+        "F({sensitivity}) = {level}: tails {at_least}, {below}"
+    );
+    // The lab's closed-form quantile at k/m agrees with this integral.
+    let closed = number(quantile, "closed_form_cm");
+    assert!(
+        (height_distance_cdf(closed) - k / m).abs() < 1e-6,
+        "{closed}"
+    );
+    let report = std::fs::read_to_string(folder.join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!("which is {sensitivity:.2} cm")),
+        "the report quotes the quantile sensitivity"
+    );
+}

@@ -281,6 +281,14 @@ fn table(results: &Results) -> String {
     )
 }
 
+/// The ε at which selections were drawn, ascending, as text.
+fn measured_epsilons(results: &Results) -> String {
+    let mut epsilons: Vec<f64> = results.measured.iter().map(|s| s.epsilon).collect();
+    epsilons.sort_by(f64::total_cmp);
+    let text: Vec<String> = epsilons.iter().map(f64::to_string).collect();
+    text.join(", ")
+}
+
 fn paragraphs(results: &Results) -> Vec<String> {
     let seed = &results.measured[0];
     let top = &results.names[0];
@@ -328,8 +336,9 @@ fn paragraphs(results: &Results) -> Vec<String> {
             "The choice only becomes uncertain when ε·gap/(2Δu) is near 1 (the utility gap is \
              {gap:.3}): at ε = 0.1 the leader is chosen with probability {p1:.3}, and at \
              ε = 0.01 with {p2:.3}, close to the uniform 1/{k}. The markers are observed \
-             frequencies over {draws} selections at four ε.",
+             frequencies over {draws} selections at each of ε = {measured}.",
             p1 = top_at(0.1),
+            measured = measured_epsilons(results),
             p2 = top_at(0.01),
             k = results.names.len(),
             draws = results.draws,

@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod composition;
 pub mod privacy_loss;
+pub mod split;
 
 pub use budget::PrivacyBudget;
 pub use composition::{

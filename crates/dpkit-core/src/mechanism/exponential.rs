@@ -8,7 +8,7 @@ use crate::error::{Error, Result, require_positive};
 use crate::rng::with_thread_secure_rng;
 
 /// Selection weights are kept at or above 2⁻³⁰ of the largest.
-const LOG_WEIGHT_FLOOR: f64 = -30.0 * std::f64::consts::LN_2;
+pub(crate) const LOG_WEIGHT_FLOOR: f64 = -30.0 * std::f64::consts::LN_2;
 /// Integer weights are the floored weights times 2⁶², so each is ≥ 2³².
 const WEIGHT_SCALE: f64 = 4_611_686_018_427_387_904.0; // 2^62
 /// Bound on the relative error of an integer weight: rounding (2⁻³³), `exp`
@@ -60,6 +60,11 @@ impl ExponentialMechanism {
             utility_sensitivity,
             inner_epsilon,
         })
+    }
+
+    /// The ε its weights use (a little below ε, for the integer rounding).
+    pub(crate) fn weight_epsilon(&self) -> f64 {
+        self.inner_epsilon
     }
 
     /// ε.

@@ -9,6 +9,7 @@
 //! | [`Gaussian`] / [`DiscreteGaussian`] | real / integer | (ε, δ)-DP | many queries, L2 sensitivity |
 //! | [`BinaryRandomizedResponse`] / [`KaryRandomizedResponse`] | bit / category | ε-DP | local DP: each person randomises their own answer |
 //! | [`ExponentialMechanism`] / [`ReportNoisyMax`] | candidate set | ε-DP | choosing the best of finitely many options |
+//! | [`QuantileSelection`] | counts over a grid | ε-DP | a median or percentile over bounded values |
 //!
 //! Every constructor validates its parameters and returns a typed error;
 //! every mechanism reports the privacy it provides through `privacy()`.
@@ -25,6 +26,7 @@ mod catalogue;
 mod exponential;
 mod gaussian;
 mod laplace;
+mod quantile;
 mod randomized_response;
 mod report_noisy_max;
 mod staircase;
@@ -35,6 +37,7 @@ pub use catalogue::{AdditiveNoise, Input, MechanismKind};
 pub use exponential::ExponentialMechanism;
 pub use gaussian::{DiscreteGaussian, Gaussian, analytic_gaussian_sigma};
 pub use laplace::Laplace;
+pub use quantile::QuantileSelection;
 pub use randomized_response::{BinaryRandomizedResponse, KaryRandomizedResponse};
 pub use report_noisy_max::ReportNoisyMax;
 pub use staircase::{DiscreteStaircase, Staircase, StaircaseGamma};

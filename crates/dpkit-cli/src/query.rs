@@ -8,6 +8,7 @@ use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_query::description::draft_from_csv;
 use dpkit_query::ledger::BudgetState;
+use dpkit_query::target::TargetError;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
 };
@@ -33,9 +34,22 @@ pub struct LedgerArgs {
 pub struct QueryArgs {
     #[command(flatten)]
     ledger: LedgerArgs,
-    /// ε this query may spend (split evenly over its noisy measurements).
-    #[arg(long)]
-    epsilon: f64,
+    /// ε this query may spend (shared by its aggregates; an average splits
+    /// its share between its sum and count to make its error least).
+    #[arg(long, required_unless_present = "target_error")]
+    epsilon: Option<f64>,
+    /// Accuracy first: find the smallest ε at which every aggregate's
+    /// interval is ±H or narrower, and show it like --explain (nothing is
+    /// spent unless --spend is given).
+    #[arg(long, value_name = "H", conflicts_with = "epsilon")]
+    target_error: Option<f64>,
+    /// With --target-error: the fewest rows a group has (averages and spreads
+    /// have intervals that shrink with the group).
+    #[arg(long, value_name = "N", requires = "target_error")]
+    target_rows: Option<f64>,
+    /// With --target-error: run the query at the ε found, and charge it.
+    #[arg(long, requires = "target_error")]
+    spend: bool,
     /// δ this query may spend: needed to GROUP BY a column without a public
     /// domain (keys pass a noisy threshold) and for the gaussian mechanism.
     #[arg(long, default_value_t = 0.0)]
@@ -52,7 +66,8 @@ pub struct QueryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = AnswerFormat::Table)]
     format: AnswerFormat,
-    /// The query: SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM, AVG.
+    /// The query: SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM,
+    /// AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT.
     sql: String,
 }
 
@@ -156,8 +171,8 @@ fn round(value: f64) -> f64 {
 /// Answers one private query and prints it.
 pub fn query(args: &QueryArgs) -> Result<()> {
     let description = Description::load(&args.ledger.description)?;
-    let settings = ReleaseSettings {
-        epsilon: args.epsilon,
+    let mut settings = ReleaseSettings {
+        epsilon: args.epsilon.unwrap_or(1.0),
         delta: args.delta,
         mechanism: match args.mechanism {
             Mechanism::Auto => MechanismChoice::Auto,
@@ -170,6 +185,21 @@ pub fn query(args: &QueryArgs) -> Result<()> {
     };
     let ledger = open_ledger(&args.ledger, &description, &args.ledger.description)?;
     let engine = QueryEngine::open(description)?;
+    if let Some(half_width) = args.target_error {
+        let target = TargetError {
+            half_width,
+            rows: args.target_rows,
+        };
+        let (epsilon, explanation) = engine.explain_target(&args.sql, &settings, target)?;
+        if !args.spend {
+            return write_stdout(&format!(
+                "ε = {epsilon} is the smallest ε at which every {}% interval is ±{half_width} or \
+                 narrower (nothing spent: add --spend to run the query at it)\n\n{explanation}",
+                args.confidence * 100.0
+            ));
+        }
+        settings.epsilon = epsilon;
+    }
     if args.explain {
         return write_stdout(&engine.explain(&args.sql, &settings)?);
     }

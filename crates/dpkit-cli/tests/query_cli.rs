@@ -100,6 +100,51 @@ fn explain_shows_the_plan_and_spends_nothing() {
 }
 
 #[test]
+fn a_target_error_shows_the_epsilon_it_costs_and_spends_only_when_asked() {
+    let ledger = fresh_ledger("target");
+    let sql = "SELECT sex, COUNT(*) AS n FROM adult GROUP BY sex";
+    let shown = query(&ledger, &["--target-error", "20"], sql);
+    assert_eq!(shown.status.code(), Some(0), "{shown:?}");
+    let text = String::from_utf8(shown.stdout).unwrap();
+    let epsilon: f64 = text
+        .strip_prefix("ε = ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no ε in\n{text}"));
+    // A geometric count's 95% half-width is ≤ 20 from about ε = 0.15.
+    assert!((0.1..0.2).contains(&epsilon), "{text}");
+    assert!(text.contains("nothing spent"), "{text}");
+    assert!(
+        spent(&ledger).contains("spent ε = 0,"),
+        "{}",
+        spent(&ledger)
+    );
+    let run = query(
+        &ledger,
+        &["--target-error", "20", "--spend", "--format", "json"],
+        sql,
+    );
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(answer["epsilon"].as_f64(), Some(epsilon));
+    for row in answer["rows"].as_array().unwrap() {
+        let (low, high) = (
+            row[1]["low"].as_f64().unwrap(),
+            row[1]["high"].as_f64().unwrap(),
+        );
+        assert!(high - low <= 40.0, "{row}");
+    }
+    // An average needs the fewest rows a group has: one clear line, nothing spent.
+    let refused = query(
+        &ledger,
+        &["--target-error", "1"],
+        "SELECT sex, AVG(age) FROM adult GROUP BY sex",
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--target-rows"));
+}
+
+#[test]
 fn json_and_csv_outputs_are_for_scripts() {
     let ledger = fresh_ledger("formats");
     let json = query(
@@ -158,11 +203,7 @@ fn bad_queries_get_one_error_line_spend_nothing_and_echo_no_data() {
             vec!["--epsilon", "1"],
             "bounds",
         ),
-        (
-            "SELECT MEDIAN(age) FROM adult",
-            vec!["--epsilon", "1"],
-            "MEDIAN",
-        ),
+        ("SELECT MAX(age) FROM adult", vec!["--epsilon", "1"], "MAX"),
         (
             "SELECT age FROM adult WHERE sex = 'Male'",
             vec!["--epsilon", "1"],

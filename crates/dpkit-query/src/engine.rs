@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, Int64Array, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::util::display::array_value_to_string;
@@ -16,8 +16,9 @@ use rand_core::CryptoRng;
 use crate::description::Description;
 use crate::error::{QueryError, Result};
 use crate::ledger::Ledger;
-use crate::plan::{PrivateQuery, plan_private};
-use crate::release::{ExactGroups, NoisePlan, ReleaseSettings, ReleasedTable, plan_noise, release};
+use crate::plan::{Measurement, PrivateQuery, plan_private};
+use crate::release::{ExactGroups, ReleaseSettings, ReleasedTable, plan_noise, release};
+use crate::target::{TargetError, smallest_epsilon};
 
 /// Stack of the planning thread (reserved, touched only as deep as used).
 const PLANNING_STACK_BYTES: usize = 256 * 1024 * 1024;
@@ -221,40 +222,11 @@ impl QueryEngine {
                 QueryError::FailedWhileRunning("the engine stopped (details withheld)".into())
             })?
             .map_err(execution_error)?;
-        let keys_count = query.group_names.len();
         let mut rows = Vec::new();
         for batch in &batches {
-            let measurements: Vec<ArrayRef> = (keys_count..batch.num_columns())
-                .map(|i| cast(batch.column(i), &DataType::Float64))
-                .collect::<std::result::Result<_, _>>()
-                .map_err(result_error)?;
-            for row in 0..batch.num_rows() {
-                let mut key = Vec::with_capacity(keys_count);
-                let mut skip = false;
-                for column in 0..keys_count {
-                    let array = batch.column(column);
-                    if array.is_null(row) {
-                        skip = true; // NULL keys are never released
-                        break;
-                    }
-                    key.push(array_value_to_string(array, row).map_err(result_error)?);
-                }
-                if skip {
-                    continue;
-                }
-                let values = measurements
-                    .iter()
-                    .map(|array| {
-                        let array = array
-                            .as_any()
-                            .downcast_ref::<datafusion::arrow::array::Float64Array>();
-                        array.map_or(0.0, |a| if a.is_null(row) { 0.0 } else { a.value(row) })
-                    })
-                    .collect();
-                rows.push((key, values));
-            }
+            rows.extend(groups_of(batch, query)?);
         }
-        Ok(ExactGroups::merged(rows))
+        Ok(ExactGroups::merged_with_histograms(rows))
     }
 
     /// Plans, charges the ledger, runs and releases `sql`. Nothing is charged
@@ -286,7 +258,109 @@ impl QueryEngine {
     pub fn explain(&self, sql: &str, settings: &ReleaseSettings) -> Result<String> {
         let query = self.plan(sql)?;
         let noise = plan_noise(&query, settings)?;
-        Ok(explanation(&query, &noise, settings))
+        Ok(crate::explain::explanation(&query, &noise, settings))
+    }
+
+    /// The smallest ε at which every aggregate of `sql` has an interval of
+    /// at most `±target.half_width` (see [`crate::target`]), and the
+    /// explanation at that ε. Spends nothing.
+    pub fn explain_target(
+        &self,
+        sql: &str,
+        settings: &ReleaseSettings,
+        target: TargetError,
+    ) -> Result<(f64, String)> {
+        let query = self.plan(sql)?;
+        let (epsilon, noise) = smallest_epsilon(&query, settings, target)?;
+        let settings = ReleaseSettings {
+            epsilon,
+            ..*settings
+        };
+        Ok((
+            epsilon,
+            crate::explain::explanation(&query, &noise, &settings),
+        ))
+    }
+}
+
+/// One exact group: its key, its measurements and its per-cell counts.
+type ExactRow = (Vec<String>, Vec<f64>, Vec<Vec<u64>>);
+
+/// The groups of one result batch; NULL keys are never released.
+fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>> {
+    let keys_count = query.group_names.len();
+    let mut columns = Vec::with_capacity(query.measurements.len());
+    for (m, measurement) in query.measurements.iter().enumerate() {
+        let array = batch.column(keys_count + m);
+        columns.push(match measurement {
+            Measurement::Quantile { grid, .. } => MeasuredColumn::Cells(array, grid.cells),
+            _ => MeasuredColumn::Number(cast(array, &DataType::Float64).map_err(result_error)?),
+        });
+    }
+    let mut rows = Vec::with_capacity(batch.num_rows());
+    'rows: for row in 0..batch.num_rows() {
+        let mut key = Vec::with_capacity(keys_count);
+        for column in 0..keys_count {
+            let array = batch.column(column);
+            if array.is_null(row) {
+                continue 'rows;
+            }
+            key.push(array_value_to_string(array, row).map_err(result_error)?);
+        }
+        let mut values = Vec::with_capacity(columns.len());
+        let mut histograms = Vec::with_capacity(columns.len());
+        for column in &columns {
+            let (value, counts) = column.at(row)?;
+            values.push(value);
+            histograms.push(counts);
+        }
+        rows.push((key, values, histograms));
+    }
+    Ok(rows)
+}
+
+/// One measurement's result column.
+enum MeasuredColumn<'a> {
+    /// A count or a sum, as Float64.
+    Number(ArrayRef),
+    /// Each group's list of cell indices, and how many cells there are.
+    Cells(&'a ArrayRef, usize),
+}
+
+impl MeasuredColumn<'_> {
+    /// Row `row`'s value (NULL sums are 0) and its per-cell counts.
+    fn at(&self, row: usize) -> Result<(f64, Vec<u64>)> {
+        match self {
+            Self::Number(array) => {
+                let array = array.as_any().downcast_ref::<Float64Array>();
+                let value = array.map_or(0.0, |a| if a.is_null(row) { 0.0 } else { a.value(row) });
+                Ok((value, Vec::new()))
+            }
+            Self::Cells(array, cells) => {
+                let mut counts = vec![0u64; *cells];
+                let Some(lists) = array.as_any().downcast_ref::<ListArray>() else {
+                    return Err(result_error("cell lists"));
+                };
+                if lists.is_null(row) {
+                    return Ok((0.0, counts));
+                }
+                let list = lists.value(row);
+                let indices = list
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .ok_or_else(|| result_error("cell indices"))?;
+                let mut total = 0u64;
+                for index in indices.iter().flatten() {
+                    // The plan clamps every index into the grid.
+                    if let Some(count) = usize::try_from(index).ok().and_then(|i| counts.get_mut(i))
+                    {
+                        *count += 1;
+                        total += 1;
+                    }
+                }
+                Ok((total as f64, counts))
+            }
+        }
     }
 }
 
@@ -324,7 +398,7 @@ fn planning_message(text: &str) -> String {
             .unwrap_or("")
             .to_uppercase();
         return format!(
-            "{name}() does not accept these argument types (SUM and AVG need a numeric column)"
+            "{name}() does not accept these argument types (aggregates other than COUNT need a numeric column)"
         );
     }
     // DataFusion lists the table's columns after an unknown name; they come
@@ -335,115 +409,4 @@ fn planning_message(text: &str) -> String {
         }
     }
     message
-}
-
-fn explanation(query: &PrivateQuery, noise: &NoisePlan, settings: &ReleaseSettings) -> String {
-    use crate::plan::{AggregateKind, KeySelection};
-    let mut text = String::from(
-        "Rewritten plan (DataFusion computes these exact, clamped aggregates; dpkit adds the \
-         noise to its small result):\n",
-    );
-    text.push_str(&format!("{}\n", query.plan.display_indent()));
-    text.push_str(&format!(
-        "\nReleases ({}% intervals):\n",
-        settings.confidence * 100.0
-    ));
-    text.push_str(&format!(
-        "  {:<24} {:<30} {:<20} {:>10} {:>12} {:>12} {:>12}\n",
-        "column", "measurement", "mechanism", "ε", "sensitivity", "E|error|", "± half-width"
-    ));
-    for (aggregate, measurements) in query.aggregates.iter().zip(&query.measurement_of) {
-        for (position, &m) in measurements.iter().enumerate() {
-            let what = match (&aggregate.kind, position) {
-                (AggregateKind::CountRows, _) => "count of rows".to_string(),
-                (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
-                (AggregateKind::CountPeople, _) => "distinct people".to_string(),
-                (AggregateKind::Sum { column, bounds, .. }, _)
-                | (AggregateKind::Avg { column, bounds }, 0) => {
-                    format!("sum of {column} in [{}, {}]", bounds.0, bounds.1)
-                }
-                (AggregateKind::Avg { column, .. }, _) => format!("count of {column}"),
-            };
-            let planned = &noise.noises[m];
-            text.push_str(&format!(
-                "  {:<24} {:<30} {:<20} {:>10.4} {:>12} {:>12.4} {:>12.4}\n",
-                aggregate.name,
-                what,
-                planned.mechanism(),
-                planned.epsilon,
-                planned.sensitivity,
-                planned.expected_absolute_error,
-                planned.half_width
-            ));
-        }
-        if let AggregateKind::Avg { bounds, .. } = aggregate.kind {
-            text.push_str(&format!(
-                "  {:<24} = noisy sum / noisy count, clamped to [{}, {}]; each interval at half the α\n",
-                "", bounds.0, bounds.1
-            ));
-        }
-    }
-    match &query.keys {
-        KeySelection::Single => text.push_str("\nKeys: none (one row)\n"),
-        KeySelection::Domain(cells) => text.push_str(&format!(
-            "\nKeys: the public domain, {} combination(s), released whether or not they occur\n",
-            cells.len()
-        )),
-        KeySelection::Threshold => {
-            if let (Some(index), Some(threshold)) = (query.threshold_measurement, noise.threshold) {
-                let planned = &noise.noises[index];
-                text.push_str(&format!(
-                    "\nKeys: no public domain, so only keys whose noisy row count ({}, ε = {:.4}) \
-                     reaches τ = {threshold} are released (δ = {:e})\n",
-                    planned.mechanism(),
-                    planned.epsilon,
-                    noise.threshold_delta
-                ));
-            }
-        }
-    }
-    text.push_str(&privacy_argument(query, noise));
-    text.push_str(&format!(
-        "Total cost: ε = {}, δ = {} (nothing is spent by --explain)\n",
-        noise.cost.epsilon(),
-        noise.cost.delta()
-    ));
-    text
-}
-
-/// Why each measurement's noise costs what it is charged: dpkit-core's
-/// privacy map for each, with the neighbouring definition it holds for.
-fn privacy_argument(query: &PrivateQuery, noise: &NoisePlan) -> String {
-    let neighbours = match query.neighbouring {
-        dpkit_core::sensitivity::Neighbouring::AddRemove => "one person added or removed",
-        dpkit_core::sensitivity::Neighbouring::Replace => {
-            "one person added, removed or replaced by another"
-        }
-    };
-    let mut text = format!(
-        "Privacy: ε holds for neighbouring tables that differ in {neighbours}; each person has \
-         at most {} row(s), capped on the table scan.\n",
-        query.rows_per_person
-    );
-    for (index, planned) in noise.noises.iter().enumerate() {
-        text.push_str(&format!(
-            "  measurement {index}: {} at ε = {:.6}, Δ = {}: {}\n",
-            planned.mechanism(),
-            planned.noise_epsilon,
-            planned.sensitivity,
-            planned.argument
-        ));
-        if planned.considered.len() > 1 {
-            let options: Vec<String> = planned
-                .considered
-                .iter()
-                .map(|(name, error)| format!("{name} {error:.4}"))
-                .collect();
-            text.push_str(&format!(
-                "    auto: the least E|error| of {}\n",
-                options.join(", ")
-            ));
-        }
-    }
-    text
 }

@@ -23,11 +23,13 @@
 //! ```
 
 pub mod audit;
+mod cells;
 mod clamp;
 pub mod description;
 pub mod engine;
 pub mod error;
 mod exact_sum;
+mod explain;
 pub mod ledger;
 pub mod output;
 pub mod plan;
@@ -35,6 +37,7 @@ pub mod plan;
 pub mod planted;
 pub mod release;
 mod source;
+pub mod target;
 pub mod total;
 mod total_arithmetic;
 mod total_math;

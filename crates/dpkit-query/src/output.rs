@@ -17,7 +17,9 @@ fn number(value: f64) -> String {
 fn shown_cell(cell: &Cell) -> String {
     match cell {
         Cell::Key(key) => key.clone(),
-        Cell::Value { value, low, high } => {
+        Cell::Value {
+            value, low, high, ..
+        } => {
             let half = ((high - value).max(value - low)).max(0.0);
             if (high - value - (value - low)).abs() <= 1e-9 * half.max(1.0) {
                 format!("{} ± {}", number(*value), number(half))
@@ -51,7 +53,7 @@ impl ReleasedTable {
     /// use dpkit_query::release::{Cell, ReleasedTable};
     /// let table = ReleasedTable {
     ///     columns: vec!["sex".into(), "n".into()],
-    ///     rows: vec![vec![Cell::Key("Female".into()), Cell::Value { value: 10771.0, low: 10767.0, high: 10775.0 }]],
+    ///     rows: vec![vec![Cell::Key("Female".into()), Cell::Value { value: 10771.0, low: 10767.0, high: 10775.0, expected_error: Some(1.5) }]],
     ///     confidence: 0.95, epsilon: 0.5, delta: 0.0,
     /// };
     /// assert!(table.to_text().contains("10771 ± 4"));
@@ -112,7 +114,9 @@ impl ReleasedTable {
                 .iter()
                 .flat_map(|cell| match cell {
                     Cell::Key(key) => vec![quote(key)],
-                    Cell::Value { value, low, high } => {
+                    Cell::Value {
+                        value, low, high, ..
+                    } => {
                         vec![value.to_string(), low.to_string(), high.to_string()]
                     }
                 })
@@ -146,6 +150,7 @@ mod tests {
             value: 3.0,
             low: 1.0,
             high: 5.0,
+            expected_error: Some(1.0),
         };
         let answer = table(
             vec!["k".into(), alias.clone()],

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use dpkit_core::accounting::PrivacyLoss;
-use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
+use dpkit_core::accounting::{PrivacyLoss, split};
+use dpkit_core::mechanism::{AdditiveNoise, MechanismKind, QuantileSelection};
 use dpkit_core::sensitivity::{
     Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
 };
@@ -14,7 +14,7 @@ use rand_core::CryptoRng;
 use serde::Serialize;
 
 use crate::error::{QueryError, Result};
-use crate::plan::{AggregateKind, KeySelection, OutputColumn, PrivateQuery};
+use crate::plan::{Grid, KeySelection, Measurement, OutputColumn, PrivateQuery, QuantileRole};
 
 /// Which noise to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,7 +36,7 @@ pub enum MechanismChoice {
 /// The privacy parameters and error-bar level of one query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReleaseSettings {
-    /// Total ε of the query (split evenly over its noisy measurements).
+    /// Total ε of the query (see [`plan_noise`] for how it is shared).
     pub epsilon: f64,
     /// Total δ (for key thresholding and Gaussian noise; 0 otherwise).
     pub delta: f64,
@@ -46,10 +46,25 @@ pub struct ReleaseSettings {
     pub confidence: f64,
 }
 
+/// What is done to one measurement: noise added to a number, or a cell of
+/// a grid chosen from per-cell counts.
+#[derive(Debug, Clone)]
+pub(crate) enum Noise {
+    Additive(AdditiveNoise),
+    Quantile {
+        selection: QuantileSelection,
+        grid: Grid,
+        p: f64,
+        role: QuantileRole,
+        /// Ranks the choice aims away from `p·n` (the interval's ends).
+        shift: f64,
+    },
+}
+
 /// One measurement's noise, as planned.
 #[derive(Debug, Clone)]
 pub struct PlannedNoise {
-    noise: AdditiveNoise,
+    pub(crate) noise: Noise,
     /// ε spent on it.
     pub epsilon: f64,
     /// δ spent on it.
@@ -64,16 +79,20 @@ pub struct PlannedNoise {
     /// Every mechanism considered for it with its E|error| (the chosen one
     /// included): `auto` takes the least.
     pub considered: Vec<(&'static str, f64)>,
-    /// Half-width of its interval at the level its aggregate needs.
+    /// Half-width of its interval at the level its aggregate needs (in
+    /// ranks for a quantile's choices).
     pub half_width: f64,
-    /// Its expected absolute error.
+    /// Its expected absolute error (in ranks for a quantile's choices).
     pub expected_absolute_error: f64,
 }
 
 impl PlannedNoise {
     /// The mechanism's name.
     pub fn mechanism(&self) -> &'static str {
-        self.noise.kind().name()
+        match &self.noise {
+            Noise::Additive(noise) => noise.kind().name(),
+            Noise::Quantile { .. } => "exponential (ranks)",
+        }
     }
 }
 
@@ -221,58 +240,73 @@ fn build_noise(
     Ok((noise, Calibration { sensitivity, ..c }))
 }
 
-/// Plans the noise of `query` under `settings`. ε is split evenly over the
-/// measurements (sequential composition); each measurement's groups are
-/// calibrated by [`dpkit_core::sensitivity::calibrate`].
-pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
-    let epsilon = checked_epsilon(settings)?;
-    let alpha = 1.0 - settings.confidence;
-    let delta = share_delta(query, settings)?;
-    let count = query.measurements.len();
-    let per_measurement = epsilon / count as f64;
-    // AVG uses two measurements: each interval at α/2 makes the ratio's box ≥ 1 − α.
-    let mut level = vec![alpha; count];
-    for (aggregate, measurements) in query.aggregates.iter().zip(&query.measurement_of) {
-        if matches!(aggregate.kind, AggregateKind::Avg { .. }) {
-            for &m in measurements {
-                level[m] = alpha / 2.0;
-            }
-        }
+/// The measurements that answer one aggregate (or the threshold's own
+/// count), which share one part of ε, and their error weights.
+struct Unit {
+    measurements: Vec<usize>,
+    weights: Vec<f64>,
+}
+
+fn release_units(query: &PrivateQuery) -> Vec<Unit> {
+    let mut units: Vec<Unit> = query
+        .aggregates
+        .iter()
+        .zip(&query.measurement_of)
+        .map(|(aggregate, measurements)| Unit {
+            measurements: measurements.clone(),
+            weights: aggregate.kind.error_weights(),
+        })
+        .collect();
+    if let Some(threshold) = query.threshold_measurement
+        && !units.iter().any(|u| u.measurements.contains(&threshold))
+    {
+        units.push(Unit {
+            measurements: vec![threshold],
+            weights: vec![1.0],
+        });
     }
-    let spread = match query.keys {
-        KeySelection::Single => Spread::Single,
-        _ => Spread::Groups,
-    };
-    let mut noises = Vec::with_capacity(count);
-    for (index, measurement) in query.measurements.iter().enumerate() {
-        let values = measurement.row_values();
-        let moved =
-            GroupedSensitivity::of(values, query.rows_per_person, spread, query.neighbouring)?;
-        let is_threshold = query.threshold_measurement == Some(index);
-        let choice = if is_threshold {
+    units
+}
+
+/// What every measurement's noise is planned with.
+struct Planner<'a> {
+    query: &'a PrivateQuery,
+    settings: &'a ReleaseSettings,
+    delta: DeltaShares,
+    spread: Spread,
+}
+
+impl Planner<'_> {
+    /// Measurement `index`'s noise at `epsilon`, its interval at level
+    /// `alpha`: the chosen mechanism, or under `auto` the least E|error|.
+    fn best(&self, index: usize, epsilon: f64, alpha: f64) -> Result<PlannedNoise> {
+        let query = self.query;
+        if let Measurement::Quantile { grid, p, role } = query.measurements[index] {
+            return self.quantile(epsilon, alpha, grid, p, role);
+        }
+        let values = query.measurements[index].row_values();
+        let moved = GroupedSensitivity::of(
+            values,
+            query.rows_per_person,
+            self.spread,
+            query.neighbouring,
+        )?;
+        let choice = if query.threshold_measurement == Some(index) {
             MechanismChoice::Geometric
         } else {
-            settings.mechanism
+            self.settings.mechanism
         };
         let delta = if choice == MechanismChoice::Gaussian {
-            delta.per_gaussian
+            self.delta.per_gaussian
         } else {
             0.0
         };
         let mut best: Option<PlannedNoise> = None;
         let mut considered = Vec::new();
         for candidate in candidates(choice, values)? {
-            let (noise, calibration) =
-                build_noise(candidate, values, per_measurement, delta, &moved)?;
+            let (noise, calibration) = build_noise(candidate, values, epsilon, delta, &moved)?;
             let rounded = values.is_integer(); // whole-number answers are rounded
-            let planned = planned(
-                noise,
-                calibration,
-                per_measurement,
-                delta,
-                level[index],
-                rounded,
-            )?;
+            let planned = planned(noise, calibration, epsilon, delta, alpha, rounded)?;
             considered.push((planned.mechanism(), planned.expected_absolute_error));
             if best
                 .as_ref()
@@ -281,8 +315,115 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
                 best = Some(planned);
             }
         }
-        noises.extend(best.map(|b| PlannedNoise { considered, ..b }));
+        let best = best.ok_or_else(|| QueryError::NotPrivate("no mechanism fits".into()))?;
+        Ok(PlannedNoise { considered, ..best })
     }
+
+    /// One of a quantile's choices: the rank utility moves like a count
+    /// (see [`QuantileSelection`]), so it is calibrated like one, with
+    /// linear growth over groups.
+    fn quantile(
+        &self,
+        epsilon: f64,
+        alpha: f64,
+        grid: Grid,
+        p: f64,
+        role: QuantileRole,
+    ) -> Result<PlannedNoise> {
+        let query = self.query;
+        let moved = GroupedSensitivity::of(
+            RowValues::Count,
+            query.rows_per_person,
+            self.spread,
+            query.neighbouring,
+        )?;
+        let calibration = calibrate(LossGrowth::Linear, epsilon, &moved, None)?;
+        let selection = QuantileSelection::new(calibration.epsilon, calibration.sensitivity)?;
+        let half_width = selection.rank_error_bound(grid.cells, alpha).map_err(|_| {
+            QueryError::NotPrivate(
+                "a percentile's interval needs a confidence level below 99.99%".into(),
+            )
+        })?;
+        // An end aims one rank beyond its own error bound, so that it falls
+        // on its side of the quantile with probability ≥ 1 − its α.
+        let shift = match role {
+            QuantileRole::Point => 0.0,
+            QuantileRole::Lower => -(half_width + 1.0),
+            QuantileRole::Upper => half_width + 1.0,
+        };
+        Ok(PlannedNoise {
+            expected_absolute_error: selection.expected_rank_error(grid.cells),
+            noise: Noise::Quantile {
+                selection,
+                grid,
+                p,
+                role,
+                shift,
+            },
+            epsilon,
+            delta: 0.0,
+            sensitivity: calibration.sensitivity,
+            noise_epsilon: calibration.epsilon,
+            argument: calibration.argument,
+            considered: Vec::new(),
+            half_width,
+        })
+    }
+
+    /// A unit's share of ε split over its measurements by dpkit-core's
+    /// [`split::for_accuracy`], from each one's weighted error at the whole
+    /// share (public facts only: bounds and mechanisms).
+    fn shares(&self, unit: &Unit, epsilon: f64) -> Result<Vec<f64>> {
+        if unit.measurements.len() == 1 {
+            return Ok(vec![epsilon]);
+        }
+        let mut weighted = Vec::with_capacity(unit.measurements.len());
+        for (&m, &weight) in unit.measurements.iter().zip(&unit.weights) {
+            weighted.push(weight * self.best(m, epsilon, 0.5)?.expected_absolute_error);
+        }
+        if weighted.iter().any(|&e| !e.is_finite() || e <= 0.0) {
+            return Ok(split::evenly(epsilon, weighted.len())?);
+        }
+        Ok(split::for_accuracy(epsilon, &weighted)?)
+    }
+}
+
+/// Plans the noise of `query` under `settings`. ε is shared evenly by the
+/// aggregates (and the threshold's own count, if any); an aggregate built
+/// from several measurements splits its share to make its own expected
+/// error least (sequential composition either way, by dpkit-core's
+/// [`split`]); each measurement's groups are calibrated by
+/// [`dpkit_core::sensitivity::calibrate`].
+pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
+    let epsilon = checked_epsilon(settings)?;
+    let alpha = 1.0 - settings.confidence;
+    let planner = Planner {
+        query,
+        settings,
+        delta: share_delta(query, settings)?,
+        spread: match query.keys {
+            KeySelection::Single => Spread::Single,
+            _ => Spread::Groups,
+        },
+    };
+    let units = release_units(query);
+    let mut noises: Vec<Option<PlannedNoise>> = vec![None; query.measurements.len()];
+    for (unit, unit_epsilon) in units.iter().zip(split::evenly(epsilon, units.len())?) {
+        // Several measurements: each interval at α/parts, so that all hold
+        // together with probability ≥ 1 − α (a union bound).
+        let level = alpha / unit.measurements.len() as f64;
+        let shares = planner.shares(unit, unit_epsilon)?;
+        for (&m, share) in unit.measurements.iter().zip(shares) {
+            noises[m] = Some(planner.best(m, share, level)?);
+        }
+    }
+    let noises: Vec<PlannedNoise> = noises.into_iter().flatten().collect();
+    if noises.len() != query.measurements.len() {
+        return Err(QueryError::NotPrivate(
+            "a measurement belongs to no aggregate".into(),
+        ));
+    }
+    let delta = &planner.delta;
     let threshold = query
         .threshold_measurement
         .map(|index| threshold(&noises[index], query.rows_per_person, delta.threshold))
@@ -315,7 +456,7 @@ fn planned(
     }
     Ok(PlannedNoise {
         expected_absolute_error: accuracy.expected_absolute_error(),
-        noise,
+        noise: Noise::Additive(noise),
         epsilon,
         delta,
         sensitivity: calibration.sensitivity,
@@ -330,7 +471,7 @@ fn planned(
 /// it is released only if its noise reaches τ − k, which happens with
 /// probability ≤ δ/k per key, so ≤ δ over the person's ≤ k keys.
 fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
-    let AdditiveNoise::Geometric(geometric) = &planned.noise else {
+    let Noise::Additive(AdditiveNoise::Geometric(geometric)) = &planned.noise else {
         return Err(QueryError::NotPrivate(
             "thresholded keys need the geometric count".into(),
         ));
@@ -343,13 +484,30 @@ fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
     Ok((k + steps) as f64)
 }
 
+/// `Σ wᵢ·E|Zᵢ|` over aggregate `a`'s measurements (weights from
+/// [`crate::plan::AggregateKind::error_weights`]): its expected error to first order,
+/// times the group's size for an average.
+pub fn composite_error(query: &PrivateQuery, plan: &NoisePlan, a: usize) -> f64 {
+    query.aggregates[a]
+        .kind
+        .error_weights()
+        .iter()
+        .zip(&query.measurement_of[a])
+        .map(|(w, &m)| w * plan.noises[m].expected_absolute_error)
+        .sum()
+}
+
 /// The exact result of the rewritten plan: keys and one value per measurement.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ExactGroups {
     /// One key per group (one string per GROUP BY column), each once.
     pub keys: Vec<Vec<String>>,
-    /// `values[g][m]`: group g's measurement m (NULL sums are 0).
+    /// `values[g][m]`: group g's measurement m (NULL sums are 0; for a
+    /// quantile's measurement, how many values it counted).
     pub values: Vec<Vec<f64>>,
+    /// `histograms[g][m]`: group g's per-cell counts for a quantile's
+    /// measurement m (empty for the others).
+    pub histograms: Vec<Vec<Vec<u64>>>,
 }
 
 impl ExactGroups {
@@ -357,9 +515,20 @@ impl ExactGroups {
     /// prints: engine groups that print alike (+NaN and −NaN, say) are one
     /// key, and their measurements add up, so that no key is released twice.
     pub fn merged(rows: impl IntoIterator<Item = (Vec<String>, Vec<f64>)>) -> Self {
+        Self::merged_with_histograms(
+            rows.into_iter()
+                .map(|(key, values)| (key, values, Vec::new())),
+        )
+    }
+
+    /// As [`ExactGroups::merged`], with each row's per-cell counts (which
+    /// add up cell by cell).
+    pub fn merged_with_histograms(
+        rows: impl IntoIterator<Item = (Vec<String>, Vec<f64>, Vec<Vec<u64>>)>,
+    ) -> Self {
         let mut merged = Self::default();
         let mut index: HashMap<Vec<String>, usize> = HashMap::new();
-        for (key, values) in rows {
+        for (key, values, histograms) in rows {
             #[cfg(feature = "planted-holes")]
             let key_seen = if crate::planted::is_planted(crate::planted::Hole::RepeatedKeys) {
                 None
@@ -373,15 +542,29 @@ impl ExactGroups {
                     for (total, value) in merged.values[at].iter_mut().zip(values) {
                         *total += value;
                     }
+                    for (total, counts) in merged.histograms[at].iter_mut().zip(histograms) {
+                        add_counts(total, &counts);
+                    }
                 }
                 None => {
                     index.insert(key.clone(), merged.keys.len());
                     merged.keys.push(key);
                     merged.values.push(values);
+                    merged.histograms.push(histograms);
                 }
             }
         }
         merged
+    }
+}
+
+/// Adds `counts` into `total` cell by cell.
+fn add_counts(total: &mut Vec<u64>, counts: &[u64]) {
+    if total.len() < counts.len() {
+        total.resize(counts.len(), 0);
+    }
+    for (t, c) in total.iter_mut().zip(counts) {
+        *t = t.saturating_add(*c);
     }
 }
 
@@ -391,7 +574,7 @@ impl ExactGroups {
 pub enum Cell {
     /// A group key (public: from a domain, or a thresholded key).
     Key(String),
-    /// A released number and its confidence interval.
+    /// A released number, its confidence interval and its expected error.
     Value {
         /// The released value.
         value: f64,
@@ -399,6 +582,11 @@ pub enum Cell {
         low: f64,
         /// The interval's upper end.
         high: f64,
+        /// Its expected absolute error: the noise's closed form, or for an
+        /// average or a spread the first-order estimate from the released
+        /// values; none for a quantile, whose error is in ranks.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expected_error: Option<f64>,
     },
 }
 
@@ -417,6 +605,37 @@ pub struct ReleasedTable {
     pub delta: f64,
 }
 
+/// One measurement's release: the noisy value, or the chosen cell's value
+/// (its lower end, value or upper end by the choice's role).
+fn released<R: CryptoRng + ?Sized>(
+    noise: &Noise,
+    value: f64,
+    counts: &[u64],
+    rng: &mut R,
+) -> Result<f64> {
+    match noise {
+        Noise::Additive(noise) => Ok(noise.release(value, rng)?),
+        Noise::Quantile {
+            selection,
+            grid,
+            p,
+            role,
+            shift,
+        } => {
+            let mut cells = vec![0u64; grid.cells];
+            for (cell, count) in cells.iter_mut().zip(counts) {
+                *cell = *count;
+            }
+            let cell = selection.select_with_rng(&cells, *p, *shift, rng)?;
+            Ok(match role {
+                QuantileRole::Point => grid.value(cell),
+                QuantileRole::Lower => grid.lower_edge(cell),
+                QuantileRole::Upper => grid.upper_edge(cell),
+            })
+        }
+    }
+}
+
 /// Adds the noise to `exact`, selects keys and builds the answer.
 pub fn release<R: CryptoRng + ?Sized>(
     query: &PrivateQuery,
@@ -427,36 +646,32 @@ pub fn release<R: CryptoRng + ?Sized>(
 ) -> Result<ReleasedTable> {
     let by_key: HashMap<&Vec<String>, usize> =
         exact.keys.iter().enumerate().map(|(i, k)| (k, i)).collect();
-    let zeros = vec![0.0; query.measurements.len()];
-    // (key, exact values) of every candidate row.
-    let candidates: Vec<(Vec<String>, &Vec<f64>)> = match &query.keys {
-        KeySelection::Single => vec![(vec![], exact.values.first().unwrap_or(&zeros))],
+    // (key, its group in `exact` if the data have it) of every candidate row.
+    let candidates: Vec<(Vec<String>, Option<usize>)> = match &query.keys {
+        KeySelection::Single => vec![(vec![], (!exact.keys.is_empty()).then_some(0))],
         KeySelection::Domain(cells) => cells
             .iter()
-            .map(|cell| {
-                (
-                    cell.clone(),
-                    by_key.get(cell).map_or(&zeros, |&i| &exact.values[i]),
-                )
-            })
+            .map(|cell| (cell.clone(), by_key.get(cell).copied()))
             .collect(),
         KeySelection::Threshold => {
             // Sorted keys: the order of the engine's result must not show through.
-            let mut seen: Vec<(Vec<String>, &Vec<f64>)> = exact
-                .keys
-                .iter()
-                .cloned()
-                .zip(exact.values.iter())
+            let mut seen: Vec<(Vec<String>, Option<usize>)> = (0..exact.keys.len())
+                .map(|i| (exact.keys[i].clone(), Some(i)))
                 .collect();
             seen.sort_by(|a, b| a.0.cmp(&b.0));
             seen
         }
     };
     let mut rows = Vec::new();
-    for (key, values) in candidates {
-        let mut noisy = Vec::with_capacity(values.len());
-        for (noise, &value) in plan.noises.iter().zip(values.iter()) {
-            noisy.push(noise.noise.release(value, rng)?);
+    for (key, group) in candidates {
+        let mut noisy = Vec::with_capacity(plan.noises.len());
+        for (m, noise) in plan.noises.iter().enumerate() {
+            let value = group.map_or(0.0, |g| exact.values[g].get(m).copied().unwrap_or(0.0));
+            let counts = group
+                .and_then(|g| exact.histograms.get(g))
+                .and_then(|h| h.get(m))
+                .map_or(&[][..], Vec::as_slice);
+            noisy.push(released(&noise.noise, value, counts, rng)?);
         }
         if let (Some(index), Some(threshold)) = (query.threshold_measurement, plan.threshold)
             && noisy[index] < threshold
@@ -467,7 +682,7 @@ pub fn release<R: CryptoRng + ?Sized>(
         for (_, output) in &query.outputs {
             row.push(match *output {
                 OutputColumn::Group(g) => Cell::Key(key[g].clone()),
-                OutputColumn::Aggregate(a) => aggregate_cell(
+                OutputColumn::Aggregate(a) => crate::cells::aggregate_cell(
                     query.count_ceiling,
                     &query.aggregates[a].kind,
                     &query.measurement_of[a],
@@ -509,73 +724,5 @@ fn compare_cells(a: &Cell, b: &Cell) -> std::cmp::Ordering {
         (Cell::Value { value: x, .. }, Cell::Value { value: y, .. }) => x.total_cmp(y),
         (Cell::Key(_), _) => std::cmp::Ordering::Less,
         _ => std::cmp::Ordering::Greater,
-    }
-}
-
-/// Post-processing of one aggregate: counts become non-negative integers,
-/// averages a clamped ratio of a noisy sum and a noisy count.
-fn aggregate_cell(
-    count_ceiling: Option<f64>,
-    kind: &AggregateKind,
-    measurements: &[usize],
-    noisy: &[f64],
-    plan: &NoisePlan,
-) -> Cell {
-    match kind {
-        AggregateKind::CountRows | AggregateKind::CountColumn(_) | AggregateKind::CountPeople => {
-            // Rounding and clamping to [0, ceiling] only move the value towards
-            // any count in that range, so the interval stays valid.
-            let m = measurements[0];
-            let ceiling = count_ceiling.unwrap_or(f64::INFINITY);
-            let value = noisy[m].round().clamp(0.0, ceiling);
-            let h = plan.noises[m].half_width;
-            Cell::Value {
-                value,
-                low: (value - h).max(0.0),
-                high: (value + h).min(ceiling),
-            }
-        }
-        AggregateKind::Sum { integer, .. } => {
-            // A sum of whole numbers is a whole number: rounding moves the
-            // value by at most 1/2, which the half-width includes.
-            let m = measurements[0];
-            let h = plan.noises[m].half_width;
-            let value = if *integer { noisy[m].round() } else { noisy[m] };
-            Cell::Value {
-                value,
-                low: value - h,
-                high: value + h,
-            }
-        }
-        AggregateKind::Avg {
-            bounds: (low, high),
-            ..
-        } => {
-            let (s, c) = (measurements[0], measurements[1]);
-            let (sum, count) = (noisy[s], noisy[c].round());
-            let (hs, hc) = (plan.noises[s].half_width, plan.noises[c].half_width);
-            let value = (sum / count.max(1.0)).clamp(*low, *high);
-            // With probability ≥ 1 − α both true values lie in their boxes,
-            // and the true average lies between the box's extreme ratios.
-            let smallest_count = count - hc;
-            let (interval_low, interval_high) = if smallest_count >= 1.0 {
-                let corners = [
-                    (sum - hs) / smallest_count,
-                    (sum - hs) / (count + hc),
-                    (sum + hs) / smallest_count,
-                    (sum + hs) / (count + hc),
-                ];
-                let lo = corners.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = corners.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                (lo.clamp(*low, *high), hi.clamp(*low, *high))
-            } else {
-                (*low, *high)
-            };
-            Cell::Value {
-                value,
-                low: interval_low,
-                high: interval_high,
-            }
-        }
     }
 }

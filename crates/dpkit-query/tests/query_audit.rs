@@ -116,7 +116,7 @@ fn caught((bound, declared): (f64, f64), what: &str) {
 }
 
 #[test]
-fn counts_sums_averages_and_domains_keep_their_epsilon() {
+fn counts_sums_averages_spreads_medians_and_domains_keep_their_epsilon() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     clear();
     let (a, b) = pair("audit-shapes", BASE, "4,90,dan,M,10000\n", ROW);
@@ -129,6 +129,8 @@ fn counts_sums_averages_and_domains_keep_their_epsilon() {
         ),
         ("SELECT SUM(salary) FROM t", &first),
         ("SELECT AVG(age) FROM t", &first),
+        ("SELECT STDDEV(age) FROM t", &first),
+        ("SELECT MEDIAN(age) FROM t", &first),
         (
             "SELECT sex, COUNT(*) FROM t GROUP BY sex",
             &|t: &ReleasedTable| cell(t, &["M"], 1),

@@ -8,12 +8,21 @@ use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
 use datafusion::logical_expr::{Aggregate, Expr, lit, try_cast};
 
 use super::bounds::{Range, range_of};
-use super::{AggregateKind, AggregateRequest, Measurement, not_private, unalias};
+use super::moments::{average, dispersion_of};
+use super::quantiles;
+use super::{AggregateKind, AggregateRequest, Dispersion, Measurement, not_private, unalias};
 use crate::clamp::clamp_to_bounds;
 use crate::description::{Description, PrivacyUnit};
 use crate::error::Result;
 use crate::exact_sum::{exact_sum, round_out_to_grid, summation_grid};
 use crate::total::{Sizes, Totaliser, Ty};
+
+fn is_supported(name: &str) -> bool {
+    matches!(
+        name,
+        "count" | "sum" | "avg" | "median" | "percentile_cont" | "approx_percentile_cont"
+    ) || Dispersion::of(name).is_some()
+}
 
 /// The planned aggregates and what they measure.
 pub(super) struct Measured {
@@ -26,7 +35,7 @@ pub(super) struct Measured {
 }
 
 impl Measured {
-    fn add(&mut self, measurement: Measurement, expr: Expr) -> usize {
+    pub(super) fn add(&mut self, measurement: Measurement, expr: Expr) -> usize {
         let index = self.measurements.len();
         self.exprs
             .push(expr.alias(format!("__dpkit_measure_{index}")));
@@ -123,12 +132,20 @@ fn one(
             measured,
         );
     }
+    let function_name = function.func.name().to_ascii_lowercase();
+    if params.filter.is_none()
+        && let Some(request) = quantiles::requested(&function_name, &params.args, &params.order_by)
+    {
+        let (p, argument) = request?;
+        let argument = bounded(&function_name, unalias(argument), totaliser, description)?;
+        return Ok(quantiles::quantile(p, argument, measured));
+    }
     if params.filter.is_some() || !params.order_by.is_empty() {
         return Err(not_private(
-            "FILTER and ORDER BY inside aggregates are not supported: use CASE WHEN",
+            "FILTER and ORDER BY inside aggregates are not supported (but in percentiles' \
+             WITHIN GROUP): use CASE WHEN",
         ));
     }
-    let function_name = function.func.name().to_ascii_lowercase();
     let argument = params.args.first().map(unalias);
     match (function_name.as_str(), argument, params.args.len()) {
         ("count", None, 0) => Ok(count_rows(measured)),
@@ -138,15 +155,25 @@ fn one(
             let m = measured.add(Measurement::Count, count(total));
             Ok((AggregateKind::CountColumn(shown(argument)), vec![m]))
         }
-        ("sum" | "avg", Some(argument), 1) => {
-            sum_or_average(&function_name, argument, totaliser, description, measured)
+        ("sum", Some(argument), 1) => {
+            let argument = bounded(&function_name, argument, totaliser, description)?;
+            Ok(sum(argument, measured))
         }
-        ("count" | "sum" | "avg", _, _) => Err(not_private(format!(
+        ("avg", Some(argument), 1) => {
+            let argument = bounded(&function_name, argument, totaliser, description)?;
+            average(argument, measured)
+        }
+        (name, Some(argument), 1) if Dispersion::of(name).is_some() => {
+            let argument = bounded(&function_name, argument, totaliser, description)?;
+            let dispersion = Dispersion::of(name).unwrap_or(Dispersion::VARIANCE);
+            dispersion_of(dispersion, argument, measured)
+        }
+        (name, _, _) if is_supported(name) => Err(not_private(format!(
             "{}() takes one argument",
             function_name.to_uppercase()
         ))),
         (other, _, _) => Err(not_private(format!(
-            "{}() is not supported: use COUNT, SUM or AVG",
+            "{}() is not supported: use COUNT, SUM, AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT",
             other.to_uppercase()
         ))),
     }
@@ -157,22 +184,31 @@ fn count_rows(measured: &mut Measured) -> (AggregateKind, Vec<usize>) {
     (AggregateKind::CountRows, vec![m])
 }
 
-fn sum_or_average(
+/// An argument of SUM, AVG, VAR or STDDEV: its public range, its value as a
+/// float, how it is shown and the total expression (for counting it).
+pub(super) struct Bounded {
+    pub(super) range: Range,
+    pub(super) value: Expr,
+    pub(super) column: String,
+    pub(super) total: Expr,
+}
+
+/// Checks and totalises a bounded numeric argument of `function_name`.
+pub(super) fn bounded(
     function_name: &str,
     argument: &Expr,
     totaliser: &mut Totaliser<'_>,
     description: &Description,
-    measured: &mut Measured,
-) -> Result<(AggregateKind, Vec<usize>)> {
+) -> Result<Bounded> {
     let upper = function_name.to_uppercase();
+    let column = shown(argument);
     let range = match range_of(argument, description) {
         Ok(Some(range)) => range,
         Ok(None) => return Err(not_private(format!("{upper}() of NULL: nothing to add up"))),
         Err(()) => {
             return Err(not_private(format!(
                 "{upper}() needs a column with public bounds in the data description, or a \
-                 CASE whose results are such columns or numbers (for '{}')",
-                shown(argument)
+                 CASE whose results are such columns or numbers (for '{column}')"
             )));
         }
     };
@@ -180,43 +216,37 @@ fn sum_or_average(
     if !matches!(total.ty, Ty::Int | Ty::Real) {
         return Err(not_private(format!("{upper}() needs numbers")));
     }
-    let (bounds, exponent) = summation_bounds(range);
-    if bounds == (0.0, 0.0) {
+    if range.low == 0.0 && range.high == 0.0 {
         return Err(not_private(format!(
-            "the bounds of '{}' are [0, 0]: nothing to add up",
-            shown(argument)
+            "the bounds of '{column}' are [0, 0]: nothing to add up"
         )));
     }
-    let value = clamp_to_bounds(
-        try_cast(total.expr.clone(), DataType::Float64),
-        bounds.0,
-        bounds.1,
-    );
+    Ok(Bounded {
+        range,
+        value: try_cast(total.expr.clone(), DataType::Float64),
+        column,
+        total: total.expr,
+    })
+}
+
+fn sum(argument: Bounded, measured: &mut Measured) -> (AggregateKind, Vec<usize>) {
+    let (bounds, exponent) = summation_bounds(argument.range);
+    let value = clamp_to_bounds(argument.value, bounds.0, bounds.1);
+    let integer = argument.range.integer;
     let sum = measured.add(
-        Measurement::Sum {
-            bounds,
-            integer: range.integer,
-        },
+        Measurement::Sum { bounds, integer },
         summed(value, exponent),
     );
-    let column = shown(argument);
-    if function_name == "sum" {
-        let integer = range.integer;
-        return Ok((
-            AggregateKind::Sum {
-                column,
-                bounds,
-                integer,
-            },
-            vec![sum],
-        ));
-    }
-    let count_of = measured.add(Measurement::Count, count(total.expr));
-    Ok((AggregateKind::Avg { column, bounds }, vec![sum, count_of]))
+    let kind = AggregateKind::Sum {
+        column: argument.column,
+        bounds,
+        integer,
+    };
+    (kind, vec![sum])
 }
 
 /// The bounds rounded out to the summation grid, and the grid's exponent.
-fn summation_bounds(range: Range) -> ((f64, f64), i32) {
+pub(super) fn summation_bounds(range: Range) -> ((f64, f64), i32) {
     let exponent = summation_grid(range.low.abs().max(range.high.abs()));
     (
         (
@@ -228,7 +258,7 @@ fn summation_bounds(range: Range) -> ((f64, f64), i32) {
 }
 
 /// The exact sum (or, with the planted hole, DataFusion's floating-point one).
-fn summed(value: Expr, exponent: i32) -> Expr {
+pub(super) fn summed(value: Expr, exponent: i32) -> Expr {
     #[cfg(feature = "planted-holes")]
     if crate::planted::is_planted(crate::planted::Hole::FloatingPointSums) {
         return datafusion::functions_aggregate::expr_fn::sum(value);

@@ -1,0 +1,203 @@
+//! What `--explain` prints: the rewritten plan, each release's mechanism,
+//! ε, sensitivity and expected error, how keys are chosen and why each
+//! charge holds.
+
+use crate::plan::{AggregateKind, KeySelection, PrivateQuery};
+use crate::release::{NoisePlan, ReleaseSettings};
+
+/// What measurement `position` of an aggregate of `kind` measures.
+fn measured(kind: &AggregateKind, position: usize) -> String {
+    match (kind, position) {
+        (AggregateKind::CountRows, _) => "count of rows".to_string(),
+        (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
+        (AggregateKind::CountPeople, _) => "distinct people".to_string(),
+        (AggregateKind::Sum { column, bounds, .. }, _) => {
+            format!("sum of {column} in [{}, {}]", bounds.0, bounds.1)
+        }
+        (AggregateKind::Avg { column, centre, .. }, 0) => format!("sum of {column} − {centre}"),
+        (AggregateKind::Dispersion { column, centre, .. }, 0) => {
+            format!("sum of ({column} − {centre})²")
+        }
+        (AggregateKind::Dispersion { column, centre, .. }, 1) => {
+            format!("sum of {column} − {centre}")
+        }
+        (AggregateKind::Avg { column, .. } | AggregateKind::Dispersion { column, .. }, _) => {
+            format!("count of {column}")
+        }
+        (AggregateKind::Quantile { column, p, .. }, 0) => format!("quantile {p} of {column}"),
+        (AggregateKind::Quantile { column, .. }, 1) => format!("lower end for {column}"),
+        (AggregateKind::Quantile { column, .. }, _) => format!("upper end for {column}"),
+    }
+}
+
+/// How a quantile is chosen, and what its interval promises.
+fn quantile_line(query: &PrivateQuery, noise: &NoisePlan, a: usize) -> Option<String> {
+    let AggregateKind::Quantile { grid, p, .. } = &query.aggregates[a].kind else {
+        return None;
+    };
+    let ends = &query.measurement_of[a];
+    let point = &noise.noises[ends[0]];
+    Some(format!(
+        "  {:<24} = a cell of {} (width {}) over [{}, {}] whose ranks are nearest p·n = {p}·n, \
+         by the exponential mechanism (E|error| and half-widths above are in ranks: \
+         the answer is within {:.1} ranks of p·n with probability ≥ 1 − α/3);\n  {:<24}   \
+         the interval's ends aim {:.1} and {:.1} ranks beyond p·n and fall on either side of the \
+         true quantile with probability ≥ 1 − α\n",
+        "",
+        grid.cells,
+        grid.width,
+        grid.low,
+        grid.high,
+        point.half_width,
+        "",
+        noise.noises[ends[1]].half_width + 1.0,
+        noise.noises[ends[2]].half_width + 1.0,
+    ))
+}
+
+/// How a composite aggregate is formed from its measurements, its expected
+/// error and its ε split; `None` for a single release.
+fn composite(query: &PrivateQuery, noise: &NoisePlan, a: usize) -> Option<String> {
+    let (formula, bounds) = match &query.aggregates[a].kind {
+        AggregateKind::Avg { bounds, centre, .. } => {
+            (format!("{centre} + noisy sum / noisy count"), *bounds)
+        }
+        AggregateKind::Dispersion {
+            bounds, dispersion, ..
+        } => {
+            let divisor = if dispersion.sample { "n − 1" } else { "n" };
+            let root = if dispersion.root { "the root of " } else { "" };
+            (
+                format!("{root}(sum of squares − sum²/n) / ({divisor})"),
+                *bounds,
+            )
+        }
+        _ => return None,
+    };
+    let shares: Vec<String> = query.measurement_of[a]
+        .iter()
+        .map(|&m| format!("{:.4}", noise.noises[m].epsilon))
+        .collect();
+    let parts = query.measurement_of[a].len();
+    let numerator = crate::release::composite_error(query, noise, a);
+    let per_root = if matches!(
+        query.aggregates[a].kind,
+        AggregateKind::Dispersion { dispersion, .. } if dispersion.root
+    ) {
+        " (of the variance; the deviation's is that over 2σ)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "  {:<24} = {formula}, within [{}, {}]; each interval at α/{parts}, ε split {} to make \
+         its error least;\n  {:<24}   E|error| ≈ {numerator:.4}/n{per_root} for a group of n rows \
+         whose mean lies anywhere in the bounds ({:.4} at n = 1000)\n",
+        "",
+        bounds.0,
+        bounds.1,
+        shares.join(" : "),
+        "",
+        numerator / 1000.0,
+    ))
+}
+
+pub(crate) fn explanation(
+    query: &PrivateQuery,
+    noise: &NoisePlan,
+    settings: &ReleaseSettings,
+) -> String {
+    let mut text = String::from(
+        "Rewritten plan (DataFusion computes these exact, clamped aggregates; dpkit adds the \
+         noise to its small result):\n",
+    );
+    text.push_str(&format!("{}\n", query.plan.display_indent()));
+    text.push_str(&format!(
+        "\nReleases ({}% intervals):\n",
+        settings.confidence * 100.0
+    ));
+    text.push_str(&format!(
+        "  {:<24} {:<30} {:<20} {:>10} {:>12} {:>12} {:>12}\n",
+        "column", "measurement", "mechanism", "ε", "sensitivity", "E|error|", "± half-width"
+    ));
+    for (a, aggregate) in query.aggregates.iter().enumerate() {
+        for (position, &m) in query.measurement_of[a].iter().enumerate() {
+            let planned = &noise.noises[m];
+            text.push_str(&format!(
+                "  {:<24} {:<30} {:<20} {:>10.4} {:>12} {:>12.4} {:>12.4}\n",
+                aggregate.name,
+                measured(&aggregate.kind, position),
+                planned.mechanism(),
+                planned.epsilon,
+                planned.sensitivity,
+                planned.expected_absolute_error,
+                planned.half_width
+            ));
+        }
+        if let Some(line) = composite(query, noise, a).or_else(|| quantile_line(query, noise, a)) {
+            text.push_str(&line);
+        }
+    }
+    match &query.keys {
+        KeySelection::Single => text.push_str("\nKeys: none (one row)\n"),
+        KeySelection::Domain(cells) => text.push_str(&format!(
+            "\nKeys: the public domain, {} combination(s), released whether or not they occur\n",
+            cells.len()
+        )),
+        KeySelection::Threshold => {
+            if let (Some(index), Some(threshold)) = (query.threshold_measurement, noise.threshold) {
+                let planned = &noise.noises[index];
+                text.push_str(&format!(
+                    "\nKeys: no public domain, so only keys whose noisy row count ({}, ε = {:.4}) \
+                     reaches τ = {threshold} are released (δ = {:e})\n",
+                    planned.mechanism(),
+                    planned.epsilon,
+                    noise.threshold_delta
+                ));
+            }
+        }
+    }
+    text.push_str(&privacy_argument(query, noise));
+    text.push_str(&format!(
+        "Total cost: ε = {}, δ = {} (nothing is spent by --explain)\n",
+        noise.cost.epsilon(),
+        noise.cost.delta()
+    ));
+    text
+}
+
+/// Why each measurement's noise costs what it is charged: dpkit-core's
+/// privacy map for each, with the neighbouring definition it holds for.
+fn privacy_argument(query: &PrivateQuery, noise: &NoisePlan) -> String {
+    let neighbours = match query.neighbouring {
+        dpkit_core::sensitivity::Neighbouring::AddRemove => "one person added or removed",
+        dpkit_core::sensitivity::Neighbouring::Replace => {
+            "one person added, removed or replaced by another"
+        }
+    };
+    let mut text = format!(
+        "Privacy: ε holds for neighbouring tables that differ in {neighbours}; each person has \
+         at most {} row(s), capped on the table scan.\n",
+        query.rows_per_person
+    );
+    for (index, planned) in noise.noises.iter().enumerate() {
+        text.push_str(&format!(
+            "  measurement {index}: {} at ε = {:.6}, Δ = {}: {}\n",
+            planned.mechanism(),
+            planned.noise_epsilon,
+            planned.sensitivity,
+            planned.argument
+        ));
+        if planned.considered.len() > 1 {
+            let options: Vec<String> = planned
+                .considered
+                .iter()
+                .map(|(name, error)| format!("{name} {error:.4}"))
+                .collect();
+            text.push_str(&format!(
+                "    auto: the least E|error| of {}\n",
+                options.join(", ")
+            ));
+        }
+    }
+    text
+}

@@ -1,0 +1,135 @@
+//! MEDIAN, PERCENTILE_CONT and APPROX_PERCENTILE_CONT: per group, how many
+//! values fall in each cell of a public grid over the bounds, from which
+//! dpkit-core's [`QuantileSelection`](dpkit_core::mechanism::QuantileSelection)
+//! chooses three cells: the quantile, and the ends of its interval.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::functions::math::expr_fn::floor;
+use datafusion::functions_aggregate::expr_fn::array_agg;
+use datafusion::logical_expr::{Expr, lit, try_cast};
+
+use super::aggregates::{Bounded, Measured};
+use super::{AggregateKind, Measurement, QuantileRole, not_private, unalias};
+use crate::clamp::clamp_to_bounds;
+use crate::error::Result;
+
+/// The most cells a grid has: ln K enters the rank error, and 2¹⁶ cells
+/// resolve the bounds to 0.0015%.
+const MAX_CELLS: u64 = 1 << 16;
+
+/// A public grid of `cells` equal cells of width `width` from `low`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grid {
+    /// The lower bound.
+    pub low: f64,
+    /// The upper bound.
+    pub high: f64,
+    /// Each cell's width (a whole number for whole numbers).
+    pub width: f64,
+    /// How many cells.
+    pub cells: usize,
+    /// Whether the values are whole numbers (a cell of width 1 is one value).
+    pub integer: bool,
+}
+
+impl Grid {
+    fn of(low: f64, high: f64, integer: bool) -> Self {
+        let (width, cells) = if integer {
+            let values = (high - low + 1.0).min(u64::MAX as f64) as u64;
+            let width = values.div_ceil(MAX_CELLS).max(1);
+            (width as f64, values.div_ceil(width) as usize)
+        } else {
+            ((high - low) / MAX_CELLS as f64, MAX_CELLS as usize)
+        };
+        Self {
+            low,
+            high,
+            width,
+            cells,
+            integer,
+        }
+    }
+
+    /// The smallest value in `cell`.
+    pub fn lower_edge(&self, cell: usize) -> f64 {
+        (self.low + cell as f64 * self.width).min(self.high)
+    }
+
+    /// The largest value in `cell`.
+    pub fn upper_edge(&self, cell: usize) -> f64 {
+        let next = self.low + (cell + 1) as f64 * self.width;
+        let edge = if self.integer { next - 1.0 } else { next };
+        edge.min(self.high)
+    }
+
+    /// The value released for `cell`: its one value, or its middle.
+    pub fn value(&self, cell: usize) -> f64 {
+        if self.integer && self.width == 1.0 {
+            self.lower_edge(cell)
+        } else {
+            (self.lower_edge(cell) + self.upper_edge(cell)) / 2.0
+        }
+    }
+
+    /// Each value's cell, as an Int64 (NULL stays NULL; NaN is the lowest).
+    fn cell_of(&self, value: Expr) -> Expr {
+        let clamped = clamp_to_bounds(value, self.low, self.high);
+        let scaled = floor((clamped - lit(self.low)) / lit(self.width));
+        let last = (self.cells - 1) as f64;
+        try_cast(clamp_to_bounds(scaled, 0.0, last), DataType::Int64)
+    }
+}
+
+/// The quantile an aggregate asks for, and its argument: `MEDIAN(x)`, or
+/// `PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x)` and its approximate form.
+pub(super) fn requested<'a>(
+    name: &str,
+    args: &'a [Expr],
+    order_by: &[datafusion::logical_expr::SortExpr],
+) -> Option<Result<(f64, &'a Expr)>> {
+    let p = match (name, args) {
+        ("median" | "approx_median", [argument]) if order_by.is_empty() => {
+            return Some(Ok((0.5, argument)));
+        }
+        ("percentile_cont" | "quantile_cont" | "approx_percentile_cont", [_, p, ..]) => p,
+        _ => return None,
+    };
+    if order_by.iter().any(|sort| !sort.asc) {
+        return Some(Err(not_private(
+            "percentiles take an ascending ORDER BY: ask for 1 − p instead of DESC",
+        )));
+    }
+    let p = match unalias(p) {
+        Expr::Literal(value, _) => match value.cast_to(&DataType::Float64) {
+            Ok(ScalarValue::Float64(Some(p))) if (0.0..=1.0).contains(&p) => p,
+            _ => return Some(Err(not_private("a percentile must be a number in [0, 1]"))),
+        },
+        _ => return Some(Err(not_private("a percentile must be a number in [0, 1]"))),
+    };
+    Some(Ok((p, &args[0])))
+}
+
+/// The quantile `p` of a bounded argument: three measurements of the same
+/// per-group cell counts (the quantile, the interval's lower and upper end).
+pub(super) fn quantile(
+    p: f64,
+    argument: Bounded,
+    measured: &mut Measured,
+) -> (AggregateKind, Vec<usize>) {
+    let range = argument.range;
+    let grid = Grid::of(range.low, range.high, range.integer);
+    let cells = array_agg(grid.cell_of(argument.value));
+    let mut add = |role| measured.add(Measurement::Quantile { grid, p, role }, cells.clone());
+    let mine = vec![
+        add(QuantileRole::Point),
+        add(QuantileRole::Lower),
+        add(QuantileRole::Upper),
+    ];
+    let kind = AggregateKind::Quantile {
+        column: argument.column,
+        p,
+        grid,
+    };
+    (kind, mine)
+}

@@ -17,7 +17,7 @@ use crate::description::Description;
 use crate::error::{QueryError, Result};
 use crate::ledger::Ledger;
 use crate::plan::{Measurement, PrivateQuery, plan_private};
-use crate::release::{ExactGroups, ReleaseSettings, ReleasedTable, plan_noise, release};
+use crate::release::{Cells, ExactGroups, ReleaseSettings, ReleasedTable, plan_noise, release};
 use crate::target::{TargetError, smallest_epsilon};
 
 /// Stack of the planning thread (reserved, touched only as deep as used).
@@ -284,7 +284,7 @@ impl QueryEngine {
 }
 
 /// One exact group: its key, its measurements and its per-cell counts.
-type ExactRow = (Vec<String>, Vec<f64>, Vec<Vec<u64>>);
+type ExactRow = (Vec<String>, Vec<f64>, Vec<Cells>);
 
 /// The groups of one result batch; NULL keys are never released.
 fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>> {
@@ -293,7 +293,7 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
     for (m, measurement) in query.measurements.iter().enumerate() {
         let array = batch.column(keys_count + m);
         columns.push(match measurement {
-            Measurement::Quantile { grid, .. } => MeasuredColumn::Cells(array, grid.cells),
+            Measurement::Quantile { .. } => MeasuredColumn::Cells(array),
             _ => MeasuredColumn::Number(cast(array, &DataType::Float64).map_err(result_error)?),
         });
     }
@@ -323,45 +323,55 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
 enum MeasuredColumn<'a> {
     /// A count or a sum, as Float64.
     Number(ArrayRef),
-    /// Each group's list of cell indices, and how many cells there are.
-    Cells(&'a ArrayRef, usize),
+    /// Each group's list of cell indices.
+    Cells(&'a ArrayRef),
 }
 
 impl MeasuredColumn<'_> {
     /// Row `row`'s value (NULL sums are 0) and its per-cell counts.
-    fn at(&self, row: usize) -> Result<(f64, Vec<u64>)> {
+    fn at(&self, row: usize) -> Result<(f64, Cells)> {
         match self {
             Self::Number(array) => {
                 let array = array.as_any().downcast_ref::<Float64Array>();
                 let value = array.map_or(0.0, |a| if a.is_null(row) { 0.0 } else { a.value(row) });
                 Ok((value, Vec::new()))
             }
-            Self::Cells(array, cells) => {
-                let mut counts = vec![0u64; *cells];
+            Self::Cells(array) => {
                 let Some(lists) = array.as_any().downcast_ref::<ListArray>() else {
                     return Err(result_error("cell lists"));
                 };
                 if lists.is_null(row) {
-                    return Ok((0.0, counts));
+                    return Ok((0.0, Vec::new()));
                 }
                 let list = lists.value(row);
                 let indices = list
                     .as_any()
                     .downcast_ref::<Int64Array>()
                     .ok_or_else(|| result_error("cell indices"))?;
-                let mut total = 0u64;
-                for index in indices.iter().flatten() {
-                    // The plan clamps every index into the grid.
-                    if let Some(count) = usize::try_from(index).ok().and_then(|i| counts.get_mut(i))
-                    {
-                        *count += 1;
-                        total += 1;
-                    }
-                }
-                Ok((total as f64, counts))
+                Ok(cells_of(indices))
             }
         }
     }
+}
+
+/// The non-empty cells among `indices` (the plan clamps each into the
+/// grid; NULLs are skipped) with their counts, and how many were counted:
+/// sorted and run-length coded, so the cost follows the rows.
+fn cells_of(indices: &Int64Array) -> (f64, Cells) {
+    let mut sorted: Vec<usize> = indices
+        .iter()
+        .flatten()
+        .filter_map(|i| usize::try_from(i).ok())
+        .collect();
+    sorted.sort_unstable();
+    let mut cells: Cells = Vec::new();
+    for cell in &sorted {
+        match cells.last_mut() {
+            Some((last, count)) if last == cell => *count += 1,
+            _ => cells.push((*cell, 1)),
+        }
+    }
+    (sorted.len() as f64, cells)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

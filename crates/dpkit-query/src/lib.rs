@@ -31,6 +31,7 @@ pub mod error;
 mod exact_sum;
 mod explain;
 pub mod ledger;
+mod noise_plan;
 pub mod output;
 pub mod plan;
 #[cfg(feature = "planted-holes")]

@@ -352,3 +352,84 @@ fn renamed_columns_long_patterns_and_nested_subqueries_cannot_fail_or_overcount(
     let renamed = "SELECT COUNT(DISTINCT id) FROM (SELECT age AS id FROM t) s";
     assert!(outcome(renamed, &with.answer(renamed, 1.0, 1)).starts_with("refused"));
 }
+
+/// Counts the random words a release draws.
+struct Counting(dpkit_core::rng::InsecureSeededRng, usize);
+
+impl rand_core::TryRng for Counting {
+    type Error = core::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        self.1 += 1;
+        self.0.try_next_u32()
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        self.1 += 1;
+        self.0.try_next_u64()
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        self.1 += dst.len().div_ceil(8);
+        self.0.try_fill_bytes(dst)
+    }
+}
+
+impl rand_core::TryCryptoRng for Counting {}
+
+/// Red team: a key held by one person, never released, made a thresholded
+/// MEDIAN keep a 2¹⁶-cell histogram per choice and run three exponential
+/// mechanisms over it (+12 ms and 1.5 MiB per key in a debug build). Now
+/// histograms hold only non-empty cells, and a key that fails the threshold
+/// costs one noisy count: the work it adds does not depend on the grid.
+#[test]
+fn a_key_held_by_one_person_costs_one_noisy_count_in_a_thresholded_median() {
+    let base: String = (0..40)
+        .map(|i| format!("{},30,x,0,{i}.5\n", 100 + i))
+        .collect();
+    let header = "id,age,name,salary,score\n";
+    let with = Fixture::new(
+        "median-key-a",
+        "t.csv",
+        &format!("{header}{base}4,90,zed,0,1.25\n"),
+        &description("kind = \"row\""),
+        1000.0,
+    );
+    let without = Fixture::new(
+        "median-key-b",
+        "t.csv",
+        &format!("{header}{base}"),
+        &description("kind = \"row\""),
+        1000.0,
+    );
+    let sql = "SELECT name, MEDIAN(score) FROM t GROUP BY name";
+    let settings = ReleaseSettings {
+        delta: 1e-6,
+        ..fixture::settings(1.0, 0.0)
+    };
+    let words = |f: &Fixture| {
+        let query = f.engine.plan(sql).unwrap();
+        let plan = plan_noise(&query, &settings).unwrap();
+        let exact = f.engine.exact(&query).unwrap();
+        let cells: usize = exact.histograms.iter().flatten().map(Vec::len).sum();
+        let mut rng = Counting(
+            dpkit_core::rng::InsecureSeededRng::from_seed_for_testing(9),
+            0,
+        );
+        let answer = dpkit_query::release::release(&query, &plan, &exact, 0.95, &mut rng).unwrap();
+        assert!(
+            answer
+                .rows
+                .iter()
+                .all(|row| row[0] != Cell::Key("zed".into()))
+        );
+        (rng.1, cells)
+    };
+    let ((words_with, cells_with), (words_without, cells_without)) =
+        (words(&with), words(&without));
+    // zed's key (released after x's, which sort first, so x's draws are the
+    // same in both runs): one noisy count, a word or two, and one non-empty
+    // cell in each of the median's three choices.
+    assert!(
+        words_with - words_without <= 3,
+        "{words_with} vs {words_without} words"
+    );
+    assert_eq!(cells_with - cells_without, 3);
+}

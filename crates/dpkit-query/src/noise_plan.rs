@@ -1,0 +1,493 @@
+//! Planning the noise: how the query's ε is shared, which mechanism each
+//! measurement gets and how it is calibrated (by dpkit-core's privacy maps),
+//! and the thresholds and intervals that follow. Nothing here sees the data.
+
+use dpkit_core::accounting::{PrivacyLoss, split};
+use dpkit_core::mechanism::{AdditiveNoise, MechanismKind, QuantileSelection};
+use dpkit_core::sensitivity::{
+    Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
+};
+
+use crate::error::{QueryError, Result};
+use crate::plan::{Grid, KeySelection, Measurement, PrivateQuery, QuantileRole};
+
+/// Which noise to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MechanismChoice {
+    /// The least error for each aggregate: two-sided geometric for counts,
+    /// staircase for sums.
+    #[default]
+    Auto,
+    /// Laplace everywhere.
+    Laplace,
+    /// Gaussian everywhere (needs δ): discrete for counts.
+    Gaussian,
+    /// Staircase everywhere: discrete for counts.
+    Staircase,
+    /// Two-sided geometric: counts, and sums of whole-number columns.
+    Geometric,
+}
+
+/// The privacy parameters and error-bar level of one query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReleaseSettings {
+    /// Total ε of the query (see [`plan_noise`] for how it is shared).
+    pub epsilon: f64,
+    /// Total δ (for key thresholding and Gaussian noise; 0 otherwise).
+    pub delta: f64,
+    /// Which noise.
+    pub mechanism: MechanismChoice,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+}
+
+/// What is done to one measurement: noise added to a number, or a cell of
+/// a grid chosen from per-cell counts.
+#[derive(Debug, Clone)]
+pub(crate) enum Noise {
+    Additive(AdditiveNoise),
+    Quantile {
+        selection: QuantileSelection,
+        grid: Grid,
+        p: f64,
+        role: QuantileRole,
+        /// Ranks the choice aims away from `p·n` (the interval's ends).
+        shift: f64,
+    },
+}
+
+/// One measurement's noise, as planned.
+#[derive(Debug, Clone)]
+pub struct PlannedNoise {
+    pub(crate) noise: Noise,
+    /// ε spent on it.
+    pub epsilon: f64,
+    /// δ spent on it.
+    pub delta: f64,
+    /// Its noise's sensitivity (from dpkit-core's privacy map).
+    pub sensitivity: f64,
+    /// Its noise's ε: the measurement's ε, or a share of it when a scalar
+    /// noise is released in several groups one person can move.
+    pub noise_epsilon: f64,
+    /// Why the calibration costs at most the measurement's ε.
+    pub argument: &'static str,
+    /// Every mechanism considered for it with its E|error| (the chosen one
+    /// included): `auto` takes the least.
+    pub considered: Vec<(&'static str, f64)>,
+    /// Half-width of its interval at the level its aggregate needs (in
+    /// ranks for a quantile's choices).
+    pub half_width: f64,
+    /// Its expected absolute error (in ranks for a quantile's choices).
+    pub expected_absolute_error: f64,
+}
+
+impl PlannedNoise {
+    /// The mechanism's name.
+    pub fn mechanism(&self) -> &'static str {
+        match &self.noise {
+            Noise::Additive(noise) => noise.kind().name(),
+            Noise::Quantile { .. } => "exponential (ranks)",
+        }
+    }
+}
+
+/// The noise for every measurement, the threshold and the total cost.
+#[derive(Debug, Clone)]
+pub struct NoisePlan {
+    /// One per measurement.
+    pub noises: Vec<PlannedNoise>,
+    /// The noisy row count a key needs to be released (thresholding only).
+    pub threshold: Option<f64>,
+    /// δ charged for thresholding.
+    pub threshold_delta: f64,
+    /// What the query costs.
+    pub cost: PrivacyLoss,
+}
+
+/// Checks the settings: ε, δ and the confidence level.
+fn checked_epsilon(settings: &ReleaseSettings) -> Result<f64> {
+    let epsilon = PrivacyLoss::pure(settings.epsilon)?.epsilon();
+    if !(0.0..1.0).contains(&settings.delta) {
+        return Err(QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
+            name: "delta",
+            reason: format!("must lie in [0, 1), got {}", settings.delta),
+        }));
+    }
+    if !(settings.confidence > 0.0 && settings.confidence < 1.0) {
+        return Err(QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
+            name: "confidence",
+            reason: format!(
+                "must lie strictly between 0 and 1, got {}",
+                settings.confidence
+            ),
+        }));
+    }
+    Ok(epsilon)
+}
+
+/// How δ is shared: the threshold's share and each Gaussian measurement's.
+struct DeltaShares {
+    threshold: f64,
+    per_gaussian: f64,
+    gaussian_count: usize,
+}
+
+fn share_delta(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<DeltaShares> {
+    let thresholding = query.threshold_measurement.is_some();
+    let gaussian = settings.mechanism == MechanismChoice::Gaussian;
+    if (thresholding || gaussian) && settings.delta <= 0.0 {
+        let why = if thresholding {
+            "GROUP BY a column without a public domain releases only keys whose noisy count \
+             passes a threshold, which needs δ > 0 (for example --delta 1e-6)"
+        } else {
+            "the Gaussian mechanism needs δ > 0 (for example --delta 1e-6)"
+        };
+        return Err(QueryError::NotPrivate(why.into()));
+    }
+    // The threshold's count is always geometric; every other measurement is
+    // Gaussian when asked. δ is shared between the two uses that exist.
+    let count = query.measurements.len();
+    let gaussian_count = if gaussian {
+        count - usize::from(thresholding)
+    } else {
+        0
+    };
+    let threshold = match (thresholding, gaussian_count > 0) {
+        (true, true) => settings.delta / 2.0,
+        (true, false) => settings.delta,
+        (false, _) => 0.0,
+    };
+    let per_gaussian = if gaussian_count > 0 {
+        (settings.delta - threshold) / gaussian_count as f64
+    } else {
+        0.0
+    };
+    Ok(DeltaShares {
+        threshold,
+        per_gaussian,
+        gaussian_count,
+    })
+}
+
+/// The mechanisms a measurement may use under `choice` (Auto: every valid
+/// one, and the least expected error wins).
+fn candidates(choice: MechanismChoice, values: RowValues) -> Result<Vec<MechanismChoice>> {
+    use MechanismChoice as M;
+    let integer = values.is_integer();
+    Ok(match (choice, values) {
+        (M::Auto, RowValues::Count) => vec![M::Geometric, M::Staircase],
+        (M::Auto, _) if integer => vec![M::Geometric, M::Staircase, M::Laplace],
+        (M::Auto, _) => vec![M::Staircase, M::Laplace],
+        (M::Geometric, _) if !integer => {
+            return Err(QueryError::NotPrivate(
+                "the geometric mechanism releases integers: use it for counts and \
+                 sums of whole-number columns with whole-number bounds"
+                    .into(),
+            ));
+        }
+        (choice, _) => vec![choice],
+    })
+}
+
+/// The catalogue's mechanism for `choice` on whole or real numbers.
+fn kind_of(choice: MechanismChoice, integer: bool) -> MechanismKind {
+    use MechanismChoice as M;
+    match (choice, integer) {
+        (M::Auto | M::Geometric, _) => MechanismKind::Geometric,
+        (M::Staircase, true) => MechanismKind::DiscreteStaircase,
+        (M::Staircase, false) => MechanismKind::Staircase,
+        (M::Laplace, _) => MechanismKind::Laplace,
+        (M::Gaussian, true) => MechanismKind::DiscreteGaussian,
+        (M::Gaussian, false) => MechanismKind::Gaussian,
+    }
+}
+
+/// One measurement's noise under `choice`, calibrated by dpkit-core's
+/// privacy map for the move one person can cause.
+fn build_noise(
+    choice: MechanismChoice,
+    values: RowValues,
+    epsilon: f64,
+    delta: f64,
+    moved: &GroupedSensitivity,
+) -> Result<(AdditiveNoise, Calibration)> {
+    let kind = kind_of(choice, values.is_integer());
+    let growth = kind.loss_growth().unwrap_or(LossGrowth::Scalar);
+    #[cfg(feature = "planted-holes")]
+    let planted;
+    #[cfg(feature = "planted-holes")]
+    let moved = if crate::planted::is_planted(crate::planted::Hole::StaircaseChargedOnce) {
+        planted = GroupedSensitivity {
+            groups_moved: 1,
+            ..*moved
+        };
+        &planted
+    } else {
+        moved
+    };
+    let c = calibrate(growth, epsilon, moved, kind.grid_bits())?;
+    let sensitivity = if kind.grid_bits().is_none() {
+        c.sensitivity.ceil() // integer noise: a whole Δ, rounded up
+    } else {
+        c.sensitivity
+    };
+    let noise = AdditiveNoise::build(kind, c.epsilon, delta, sensitivity)?;
+    Ok((noise, Calibration { sensitivity, ..c }))
+}
+
+/// The measurements that answer one aggregate (or the threshold's own
+/// count), which share one part of ε, and their error weights.
+struct Unit {
+    measurements: Vec<usize>,
+    weights: Vec<f64>,
+}
+
+fn release_units(query: &PrivateQuery) -> Vec<Unit> {
+    let mut units: Vec<Unit> = query
+        .aggregates
+        .iter()
+        .zip(&query.measurement_of)
+        .map(|(aggregate, measurements)| Unit {
+            measurements: measurements.clone(),
+            weights: aggregate.kind.error_weights(),
+        })
+        .collect();
+    if let Some(threshold) = query.threshold_measurement
+        && !units.iter().any(|u| u.measurements.contains(&threshold))
+    {
+        units.push(Unit {
+            measurements: vec![threshold],
+            weights: vec![1.0],
+        });
+    }
+    units
+}
+
+/// What every measurement's noise is planned with.
+struct Planner<'a> {
+    query: &'a PrivateQuery,
+    settings: &'a ReleaseSettings,
+    delta: DeltaShares,
+    spread: Spread,
+}
+
+impl Planner<'_> {
+    /// Measurement `index`'s noise at `epsilon`, its interval at level
+    /// `alpha`: the chosen mechanism, or under `auto` the least E|error|.
+    fn best(&self, index: usize, epsilon: f64, alpha: f64) -> Result<PlannedNoise> {
+        let query = self.query;
+        if let Measurement::Quantile { grid, p, role } = query.measurements[index] {
+            return self.quantile(epsilon, alpha, grid, p, role);
+        }
+        let values = query.measurements[index].row_values();
+        let moved = GroupedSensitivity::of(
+            values,
+            query.rows_per_person,
+            self.spread,
+            query.neighbouring,
+        )?;
+        let choice = if query.threshold_measurement == Some(index) {
+            MechanismChoice::Geometric
+        } else {
+            self.settings.mechanism
+        };
+        let delta = if choice == MechanismChoice::Gaussian {
+            self.delta.per_gaussian
+        } else {
+            0.0
+        };
+        let mut best: Option<PlannedNoise> = None;
+        let mut considered = Vec::new();
+        for candidate in candidates(choice, values)? {
+            let (noise, calibration) = build_noise(candidate, values, epsilon, delta, &moved)?;
+            let rounded = values.is_integer(); // whole-number answers are rounded
+            let planned = planned(noise, calibration, epsilon, delta, alpha, rounded)?;
+            considered.push((planned.mechanism(), planned.expected_absolute_error));
+            if best
+                .as_ref()
+                .is_none_or(|b| planned.expected_absolute_error < b.expected_absolute_error)
+            {
+                best = Some(planned);
+            }
+        }
+        let best = best.ok_or_else(|| QueryError::NotPrivate("no mechanism fits".into()))?;
+        Ok(PlannedNoise { considered, ..best })
+    }
+
+    /// One of a quantile's choices: the rank utility moves like a count
+    /// (see [`QuantileSelection`]), so it is calibrated like one, with
+    /// linear growth over groups.
+    fn quantile(
+        &self,
+        epsilon: f64,
+        alpha: f64,
+        grid: Grid,
+        p: f64,
+        role: QuantileRole,
+    ) -> Result<PlannedNoise> {
+        let query = self.query;
+        let moved = GroupedSensitivity::of(
+            RowValues::Count,
+            query.rows_per_person,
+            self.spread,
+            query.neighbouring,
+        )?;
+        let calibration = calibrate(LossGrowth::Linear, epsilon, &moved, None)?;
+        let selection = QuantileSelection::new(calibration.epsilon, calibration.sensitivity)?;
+        let half_width = selection.rank_error_bound(grid.cells, alpha).map_err(|_| {
+            QueryError::NotPrivate(
+                "a percentile's interval needs a confidence level below 99.99%".into(),
+            )
+        })?;
+        // An end aims one rank beyond its own error bound, so that it falls
+        // on its side of the quantile with probability ≥ 1 − its α.
+        let shift = match role {
+            QuantileRole::Point => 0.0,
+            QuantileRole::Lower => -(half_width + 1.0),
+            QuantileRole::Upper => half_width + 1.0,
+        };
+        Ok(PlannedNoise {
+            expected_absolute_error: selection.expected_rank_error(grid.cells),
+            noise: Noise::Quantile {
+                selection,
+                grid,
+                p,
+                role,
+                shift,
+            },
+            epsilon,
+            delta: 0.0,
+            sensitivity: calibration.sensitivity,
+            noise_epsilon: calibration.epsilon,
+            argument: calibration.argument,
+            considered: Vec::new(),
+            half_width,
+        })
+    }
+
+    /// A unit's share of ε split over its measurements by dpkit-core's
+    /// [`split::for_accuracy`], from each one's weighted error at the whole
+    /// share (public facts only: bounds and mechanisms).
+    fn shares(&self, unit: &Unit, epsilon: f64) -> Result<Vec<f64>> {
+        if unit.measurements.len() == 1 {
+            return Ok(vec![epsilon]);
+        }
+        let mut weighted = Vec::with_capacity(unit.measurements.len());
+        for (&m, &weight) in unit.measurements.iter().zip(&unit.weights) {
+            weighted.push(weight * self.best(m, epsilon, 0.5)?.expected_absolute_error);
+        }
+        if weighted.iter().any(|&e| !e.is_finite() || e <= 0.0) {
+            return Ok(split::evenly(epsilon, weighted.len())?);
+        }
+        Ok(split::for_accuracy(epsilon, &weighted)?)
+    }
+}
+
+/// Plans the noise of `query` under `settings`. ε is shared evenly by the
+/// aggregates (and the threshold's own count, if any); an aggregate built
+/// from several measurements splits its share to make its own expected
+/// error least (sequential composition either way, by dpkit-core's
+/// [`split`]); each measurement's groups are calibrated by
+/// [`dpkit_core::sensitivity::calibrate`].
+pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
+    let epsilon = checked_epsilon(settings)?;
+    let alpha = 1.0 - settings.confidence;
+    let planner = Planner {
+        query,
+        settings,
+        delta: share_delta(query, settings)?,
+        spread: match query.keys {
+            KeySelection::Single => Spread::Single,
+            _ => Spread::Groups,
+        },
+    };
+    let units = release_units(query);
+    let mut noises: Vec<Option<PlannedNoise>> = vec![None; query.measurements.len()];
+    for (unit, unit_epsilon) in units.iter().zip(split::evenly(epsilon, units.len())?) {
+        // Several measurements: each interval at α/parts, so that all hold
+        // together with probability ≥ 1 − α (a union bound).
+        let level = alpha / unit.measurements.len() as f64;
+        let shares = planner.shares(unit, unit_epsilon)?;
+        for (&m, share) in unit.measurements.iter().zip(shares) {
+            noises[m] = Some(planner.best(m, share, level)?);
+        }
+    }
+    let noises: Vec<PlannedNoise> = noises.into_iter().flatten().collect();
+    if noises.len() != query.measurements.len() {
+        return Err(QueryError::NotPrivate(
+            "a measurement belongs to no aggregate".into(),
+        ));
+    }
+    let delta = &planner.delta;
+    let threshold = query
+        .threshold_measurement
+        .map(|index| threshold(&noises[index], query.rows_per_person, delta.threshold))
+        .transpose()?;
+    let total_delta = if query.threshold_measurement.is_some() || delta.gaussian_count > 0 {
+        settings.delta
+    } else {
+        0.0
+    };
+    Ok(NoisePlan {
+        noises,
+        threshold,
+        threshold_delta: delta.threshold,
+        cost: PrivacyLoss::approximate(epsilon, total_delta)?,
+    })
+}
+
+fn planned(
+    noise: AdditiveNoise,
+    calibration: Calibration,
+    epsilon: f64,
+    delta: f64,
+    alpha: f64,
+    rounded: bool,
+) -> Result<PlannedNoise> {
+    let accuracy = noise.accuracy();
+    let mut half_width = accuracy.confidence_half_width(alpha)?;
+    if rounded && !noise.is_integer() {
+        half_width += 0.5; // whole-number answers are rounded
+    }
+    Ok(PlannedNoise {
+        expected_absolute_error: accuracy.expected_absolute_error(),
+        noise: Noise::Additive(noise),
+        epsilon,
+        delta,
+        sensitivity: calibration.sensitivity,
+        noise_epsilon: calibration.epsilon,
+        argument: calibration.argument,
+        considered: Vec::new(),
+        half_width,
+    })
+}
+
+/// The noisy row count a key needs. A key held by one person has count ≤ k;
+/// it is released only if its noise reaches τ − k, which happens with
+/// probability ≤ δ/k per key, so ≤ δ over the person's ≤ k keys.
+fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
+    let Noise::Additive(AdditiveNoise::Geometric(geometric)) = &planned.noise else {
+        return Err(QueryError::NotPrivate(
+            "thresholded keys need the geometric count".into(),
+        ));
+    };
+    let per_key = delta / k as f64;
+    let mut steps = 1u64;
+    while geometric.noise().tail_probability(steps - 1) / 2.0 > per_key {
+        steps += 1;
+    }
+    Ok((k + steps) as f64)
+}
+
+/// `Σ wᵢ·E|Zᵢ|` over aggregate `a`'s measurements (weights from
+/// [`crate::plan::AggregateKind::error_weights`]): its expected error to first order,
+/// times the group's size for an average.
+pub fn composite_error(query: &PrivateQuery, plan: &NoisePlan, a: usize) -> f64 {
+    query.aggregates[a]
+        .kind
+        .error_weights()
+        .iter()
+        .zip(&query.measurement_of[a])
+        .map(|(w, &m)| w * plan.noises[m].expected_absolute_error)
+        .sum()
+}

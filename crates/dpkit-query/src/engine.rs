@@ -16,7 +16,7 @@ use rand_core::CryptoRng;
 use crate::description::Description;
 use crate::error::{QueryError, Result};
 use crate::ledger::Ledger;
-use crate::plan::{Measurement, PrivateQuery, plan_private};
+use crate::plan::{Measurement, PrivateQuery, QuantileRole, plan_private};
 use crate::release::{Cells, ExactGroups, ReleaseSettings, ReleasedTable, plan_noise, release};
 use crate::target::{TargetError, smallest_epsilon};
 
@@ -293,7 +293,12 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
     for (m, measurement) in query.measurements.iter().enumerate() {
         let array = batch.column(keys_count + m);
         columns.push(match measurement {
-            Measurement::Quantile { .. } => MeasuredColumn::Cells(array),
+            Measurement::Quantile { role, .. } => match role {
+                QuantileRole::Point => MeasuredColumn::Cells(array),
+                // The interval's ends follow their point (see plan::quantiles).
+                QuantileRole::Lower => MeasuredColumn::CellsOf(m - 1),
+                QuantileRole::Upper => MeasuredColumn::CellsOf(m - 2),
+            },
             _ => MeasuredColumn::Number(cast(array, &DataType::Float64).map_err(result_error)?),
         });
     }
@@ -307,10 +312,13 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
             }
             key.push(array_value_to_string(array, row).map_err(result_error)?);
         }
-        let mut values = Vec::with_capacity(columns.len());
-        let mut histograms = Vec::with_capacity(columns.len());
+        let mut values: Vec<f64> = Vec::with_capacity(columns.len());
+        let mut histograms: Vec<Cells> = Vec::with_capacity(columns.len());
         for column in &columns {
-            let (value, counts) = column.at(row)?;
+            let (value, counts) = match column {
+                MeasuredColumn::CellsOf(point) => (values[*point], histograms[*point].clone()),
+                _ => column.at(row)?,
+            };
             values.push(value);
             histograms.push(counts);
         }
@@ -325,6 +333,8 @@ enum MeasuredColumn<'a> {
     Number(ArrayRef),
     /// Each group's list of cell indices.
     Cells(&'a ArrayRef),
+    /// The same cells as an earlier measurement's (a quantile's ends).
+    CellsOf(usize),
 }
 
 impl MeasuredColumn<'_> {
@@ -336,6 +346,7 @@ impl MeasuredColumn<'_> {
                 let value = array.map_or(0.0, |a| if a.is_null(row) { 0.0 } else { a.value(row) });
                 Ok((value, Vec::new()))
             }
+            Self::CellsOf(_) => Err(result_error("cells read through their point")),
             Self::Cells(array) => {
                 let Some(lists) = array.as_any().downcast_ref::<ListArray>() else {
                     return Err(result_error("cell lists"));

@@ -6,7 +6,7 @@
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::functions::math::expr_fn::floor;
-use datafusion::functions_aggregate::expr_fn::array_agg;
+use datafusion::functions_aggregate::expr_fn::{array_agg, count};
 use datafusion::logical_expr::{Expr, lit, try_cast};
 
 use super::aggregates::{Bounded, Measured};
@@ -111,7 +111,8 @@ pub(super) fn requested<'a>(
 }
 
 /// The quantile `p` of a bounded argument: three measurements of the same
-/// per-group cell counts (the quantile, the interval's lower and upper end).
+/// per-group cell counts (the quantile, the interval's lower and upper end),
+/// added in that order.
 pub(super) fn quantile(
     p: f64,
     argument: Bounded,
@@ -119,12 +120,14 @@ pub(super) fn quantile(
 ) -> (AggregateKind, Vec<usize>) {
     let range = argument.range;
     let grid = Grid::of(range.low, range.high, range.integer);
+    // The ends read the point's cell counts (the engine passes them on), so
+    // their own columns are a cheap count, not two more lists of every value.
     let cells = array_agg(grid.cell_of(argument.value));
-    let mut add = |role| measured.add(Measurement::Quantile { grid, p, role }, cells.clone());
+    let mut add = |role, expr| measured.add(Measurement::Quantile { grid, p, role }, expr);
     let mine = vec![
-        add(QuantileRole::Point),
-        add(QuantileRole::Lower),
-        add(QuantileRole::Upper),
+        add(QuantileRole::Point, cells),
+        add(QuantileRole::Lower, count(lit(1i64))),
+        add(QuantileRole::Upper, count(lit(1i64))),
     ];
     let kind = AggregateKind::Quantile {
         column: argument.column,

@@ -48,7 +48,7 @@ pub fn widest_half_width(query: &PrivateQuery, plan: &NoisePlan, rows: Option<f6
             | AggregateKind::CountPeople
             | AggregateKind::Sum { .. } => h(0),
             AggregateKind::Avg { bounds, centre, .. } => {
-                let r = (bounds.1 - centre).max(centre - bounds.0);
+                let r = reach(*bounds, *centre);
                 ratio(h(0) + r * h(1), need_rows()? - h(1))
             }
             AggregateKind::Dispersion {
@@ -57,7 +57,7 @@ pub fn widest_half_width(query: &PrivateQuery, plan: &NoisePlan, rows: Option<f6
                 dispersion,
                 ..
             } => {
-                let r = (bounds.1 - centre).max(centre - bounds.0);
+                let r = reach(*bounds, *centre);
                 let variance = ratio(
                     h(0) + 2.0 * r * h(1) + r * r * h(2),
                     need_rows()? - h(2) - 1.0,
@@ -78,6 +78,11 @@ pub fn widest_half_width(query: &PrivateQuery, plan: &NoisePlan, rows: Option<f6
         widest = widest.max(half_width);
     }
     Ok(widest)
+}
+
+/// The largest distance from the centre to a bound.
+fn reach((low, high): (f64, f64), centre: f64) -> f64 {
+    (high - centre).max(centre - low)
 }
 
 fn ratio(numerator: f64, denominator: f64) -> f64 {

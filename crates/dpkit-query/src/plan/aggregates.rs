@@ -147,6 +147,12 @@ fn one(
         ));
     }
     let argument = params.args.first().map(unalias);
+    if let (Some(dispersion), Some(argument), 1) =
+        (Dispersion::of(&function_name), argument, params.args.len())
+    {
+        let argument = bounded(&function_name, argument, totaliser, description)?;
+        return dispersion_of(dispersion, argument, measured);
+    }
     match (function_name.as_str(), argument, params.args.len()) {
         ("count", None, 0) => Ok(count_rows(measured)),
         ("count", Some(Expr::Literal(value, _)), 1) if !value.is_null() => Ok(count_rows(measured)),
@@ -162,11 +168,6 @@ fn one(
         ("avg", Some(argument), 1) => {
             let argument = bounded(&function_name, argument, totaliser, description)?;
             average(argument, measured)
-        }
-        (name, Some(argument), 1) if Dispersion::of(name).is_some() => {
-            let argument = bounded(&function_name, argument, totaliser, description)?;
-            let dispersion = Dispersion::of(name).unwrap_or(Dispersion::VARIANCE);
-            dispersion_of(dispersion, argument, measured)
         }
         (name, _, _) if is_supported(name) => Err(not_private(format!(
             "{}() takes one argument",
@@ -230,23 +231,30 @@ pub(super) fn bounded(
 }
 
 fn sum(argument: Bounded, measured: &mut Measured) -> (AggregateKind, Vec<usize>) {
-    let (bounds, exponent) = summation_bounds(argument.range);
+    let (bounds, _) = summation_bounds(argument.range);
     let value = clamp_to_bounds(argument.value, bounds.0, bounds.1);
-    let integer = argument.range.integer;
-    let sum = measured.add(
-        Measurement::Sum { bounds, integer },
-        summed(value, exponent),
-    );
+    let sum = add_sum(value, argument.range, measured);
     let kind = AggregateKind::Sum {
         column: argument.column,
         bounds,
-        integer,
+        integer: argument.range.integer,
     };
     (kind, vec![sum])
 }
 
+/// Adds the exact sum of `value`, whose values lie within `range`: the
+/// range rounded out to the summation grid is what the privacy map sees.
+pub(super) fn add_sum(value: Expr, range: Range, measured: &mut Measured) -> usize {
+    let (bounds, exponent) = summation_bounds(range);
+    let integer = range.integer;
+    measured.add(
+        Measurement::Sum { bounds, integer },
+        summed(value, exponent),
+    )
+}
+
 /// The bounds rounded out to the summation grid, and the grid's exponent.
-pub(super) fn summation_bounds(range: Range) -> ((f64, f64), i32) {
+fn summation_bounds(range: Range) -> ((f64, f64), i32) {
     let exponent = summation_grid(range.low.abs().max(range.high.abs()));
     (
         (
@@ -258,7 +266,7 @@ pub(super) fn summation_bounds(range: Range) -> ((f64, f64), i32) {
 }
 
 /// The exact sum (or, with the planted hole, DataFusion's floating-point one).
-pub(super) fn summed(value: Expr, exponent: i32) -> Expr {
+fn summed(value: Expr, exponent: i32) -> Expr {
     #[cfg(feature = "planted-holes")]
     if crate::planted::is_planted(crate::planted::Hole::FloatingPointSums) {
         return datafusion::functions_aggregate::expr_fn::sum(value);

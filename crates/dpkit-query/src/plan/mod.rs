@@ -100,12 +100,6 @@ pub struct Dispersion {
 }
 
 impl Dispersion {
-    /// `VAR`: the sample variance.
-    pub const VARIANCE: Self = Self {
-        root: false,
-        sample: true,
-    };
-
     /// The statistic an SQL aggregate's name asks for, as DataFusion names them.
     pub fn of(name: &str) -> Option<Self> {
         let (root, sample) = match name {

@@ -6,7 +6,7 @@
 use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{Expr, lit};
 
-use super::aggregates::{Bounded, Measured, summation_bounds, summed};
+use super::aggregates::{Bounded, Measured, add_sum};
 use super::bounds::Range;
 use super::{AggregateKind, Dispersion, Measurement};
 use crate::clamp::clamp_to_bounds;
@@ -42,16 +42,6 @@ fn centred(argument: &Bounded) -> (Expr, Range, f64) {
         integer: range.integer,
     };
     (value, centred, centre)
-}
-
-/// Adds the exact sum of `value` within `range`.
-fn add_sum(value: Expr, range: Range, measured: &mut Measured) -> usize {
-    let (bounds, exponent) = summation_bounds(range);
-    let integer = range.integer;
-    measured.add(
-        Measurement::Sum { bounds, integer },
-        summed(value, exponent),
-    )
 }
 
 /// `AVG(x)`: a centred sum and a count.

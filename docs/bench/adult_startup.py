@@ -12,10 +12,9 @@ import argparse
 import csv
 import pathlib
 import sqlite3
-import statistics
-import subprocess
 import tempfile
-import time
+
+from timing import cpu_model, timed
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 QUERIES = [
@@ -25,21 +24,6 @@ QUERIES = [
 ]
 
 
-def cpu_model():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
-def timed(command, repeat):
-    subprocess.run(command, check=True, capture_output=True)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():

@@ -11,11 +11,10 @@ Prints the CPU model first: figures from different machines do not compare.
 
 import argparse
 import pathlib
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from timing import cpu_model, timed
 
 SQL = "SELECT sex, COUNT(*) AS n, AVG(age) AS mean_age FROM people GROUP BY sex"
 
@@ -62,12 +61,6 @@ duckdb.sql(sys.argv[2]).fetchall()
 }
 
 
-def cpu_model():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
 
 def generate(folder, rows):
     import duckdb
@@ -87,15 +80,6 @@ def generate(folder, rows):
         files[kind] = (path, description)
     return files
 
-
-def timed(command, repeat):
-    subprocess.run(command, check=True, capture_output=True)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():

@@ -9,7 +9,9 @@
 //!
 //! It uses only the engine's public API (plan, exact, plan_noise, release),
 //! so the same file runs against earlier versions of dpkit for a
-//! before/after comparison; aggregates a version cannot plan print "—".
+//! before/after comparison; aggregates a version cannot plan print "—". For
+//! the same reason it reads the CSV itself rather than through the tests'
+//! `support/adult_rows.rs`, which earlier versions lack.
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -8,18 +8,16 @@ mod adult_rows;
 mod fixture;
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use adult_rows::adult_rows;
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::release::{Cell, ExactGroups, NoisePlan, composite_error, plan_noise, release};
 use dpkit_query::target::{TargetError, smallest_epsilon, widest_half_width};
-use dpkit_query::{Description, QueryEngine, ReleaseSettings};
-use fixture::settings;
+use dpkit_query::{QueryEngine, ReleaseSettings};
+use fixture::{adult_description, settings, value};
 
 fn engine() -> QueryEngine {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml");
-    QueryEngine::open(Description::load(&path).unwrap()).unwrap()
+    QueryEngine::open(adult_description()).unwrap()
 }
 
 /// Each group's values of `column` (by `key`), from the CSV.
@@ -50,15 +48,6 @@ fn quantile(values: &[f64], p: f64) -> f64 {
     sorted.sort_by(f64::total_cmp);
     let rank = ((p * sorted.len() as f64).ceil() as usize).max(1);
     sorted[rank - 1]
-}
-
-fn value(cell: &Cell) -> (f64, f64, f64) {
-    match cell {
-        Cell::Value {
-            value, low, high, ..
-        } => (*value, *low, *high),
-        Cell::Key(key) => panic!("expected a value, got key {key}"),
-    }
 }
 
 /// A query planned and run once; its answers released many times.

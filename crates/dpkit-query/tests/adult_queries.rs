@@ -13,12 +13,7 @@ use adult_rows::adult_rows;
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::release::{Cell, plan_noise, release};
 use dpkit_query::{Description, Ledger, QueryEngine, QueryError};
-use fixture::{Fixture, settings};
-
-fn adult_description() -> Description {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml");
-    Description::load(&path).unwrap()
-}
+use fixture::{Fixture, adult_description, settings, value};
 
 fn temporary(name: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("dpkit-query-{name}-{}", std::process::id()));
@@ -41,15 +36,6 @@ fn key(cell: &Cell) -> String {
     match cell {
         Cell::Key(key) => key.clone(),
         Cell::Value { .. } => panic!("expected a key, got a value"),
-    }
-}
-
-fn value(cell: &Cell) -> (f64, f64, f64) {
-    match cell {
-        Cell::Value {
-            value, low, high, ..
-        } => (*value, *low, *high),
-        Cell::Key(key) => panic!("expected a value, got key {key}"),
     }
 }
 

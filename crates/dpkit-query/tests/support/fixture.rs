@@ -5,7 +5,24 @@
 use std::path::PathBuf;
 
 use dpkit_core::rng::InsecureSeededRng;
+use dpkit_query::release::Cell;
 use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+
+/// The bundled Adult description.
+pub fn adult_description() -> Description {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml");
+    Description::load(&path).unwrap()
+}
+
+/// A released value's (value, low, high); panics on a key.
+pub fn value(cell: &Cell) -> (f64, f64, f64) {
+    match cell {
+        Cell::Value {
+            value, low, high, ..
+        } => (*value, *low, *high),
+        Cell::Key(key) => panic!("expected a value, got key {key}"),
+    }
+}
 
 /// Settings with the automatic mechanism and 95% intervals.
 pub fn settings(epsilon: f64, delta: f64) -> ReleaseSettings {

@@ -365,21 +365,44 @@ impl Planner<'_> {
         })
     }
 
-    /// A unit's share of ε split over its measurements by dpkit-core's
+    /// A unit's share of ε split over its measurements: dpkit-core's
     /// [`split::for_accuracy`], from each one's weighted error at the whole
-    /// share (public facts only: bounds and mechanisms).
+    /// share, or [`split::evenly`], whichever gives the smaller weighted
+    /// error `Σ wᵢ·E|Zᵢ(εᵢ)|` with the mechanisms actually chosen at those
+    /// shares. The √ rule is exact when errors fall as 1/ε, but the
+    /// staircase's falls exponentially at large ε, where the rule can starve
+    /// a count of ε. Either split costs at most the share, and the choice
+    /// looks only at public facts (bounds and mechanisms).
     fn shares(&self, unit: &Unit, epsilon: f64) -> Result<Vec<f64>> {
-        if unit.measurements.len() == 1 {
+        let parts = unit.measurements.len();
+        if parts == 1 {
             return Ok(vec![epsilon]);
         }
-        let mut weighted = Vec::with_capacity(unit.measurements.len());
-        for (&m, &weight) in unit.measurements.iter().zip(&unit.weights) {
-            weighted.push(weight * self.best(m, epsilon, 0.5)?.expected_absolute_error);
-        }
+        let even = split::evenly(epsilon, parts)?;
+        let whole = vec![epsilon; parts];
+        let weighted = self.weighted_errors(unit, &whole)?;
         if weighted.iter().any(|&e| !e.is_finite() || e <= 0.0) {
-            return Ok(split::evenly(epsilon, weighted.len())?);
+            return Ok(even);
         }
-        Ok(split::for_accuracy(epsilon, &weighted)?)
+        let by_rule = split::for_accuracy(epsilon, &weighted)?;
+        let error = |shares: &[f64]| -> Result<f64> {
+            Ok(self.weighted_errors(unit, shares)?.iter().sum())
+        };
+        Ok(if error(&by_rule)? <= error(&even)? {
+            by_rule
+        } else {
+            even
+        })
+    }
+
+    /// `wᵢ·E|Zᵢ|` of each measurement of `unit` at its share `shares[i]`.
+    fn weighted_errors(&self, unit: &Unit, shares: &[f64]) -> Result<Vec<f64>> {
+        let measures = unit.measurements.iter().zip(&unit.weights).zip(shares);
+        measures
+            .map(|((&m, &weight), &share)| {
+                Ok(weight * self.best(m, share, 0.5)?.expected_absolute_error)
+            })
+            .collect()
     }
 }
 

@@ -11,19 +11,20 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::Result;
 
-/// At most this many shared tables per kind (the cache starts over when full).
-const MAX_SHARED: usize = 256;
-
-/// A process-wide cache of tables of type `V` keyed by `K`.
+/// A process-wide cache of tables of type `V` keyed by `K`, holding at most
+/// `capacity` of them (it starts over when full), so that a long-running
+/// service that sees many parameters keeps a bounded amount of memory.
 pub(crate) struct SharedTables<K, V> {
     map: OnceLock<Mutex<HashMap<K, Arc<V>>>>,
+    capacity: usize,
 }
 
 impl<K: Eq + Hash, V> SharedTables<K, V> {
-    /// An empty cache (for a `static`).
-    pub(crate) const fn new() -> Self {
+    /// An empty cache of at most `capacity` tables (for a `static`).
+    pub(crate) const fn with_capacity(capacity: usize) -> Self {
         Self {
             map: OnceLock::new(),
+            capacity,
         }
     }
 
@@ -37,7 +38,7 @@ impl<K: Eq + Hash, V> SharedTables<K, V> {
         // once each, which is harmless.
         let built = Arc::new(build()?);
         let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_SHARED {
+        if map.len() >= self.capacity {
             map.clear();
         }
         map.insert(key, Arc::clone(&built));

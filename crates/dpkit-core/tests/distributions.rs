@@ -10,7 +10,7 @@ use dpkit_core::mechanism::{
     TwoSidedGeometric,
 };
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_core::sampling::TwoSidedGeometricSampler;
+use dpkit_core::sampling::{DiscreteGaussianSampler, TwoSidedGeometricSampler};
 use support::stats::{assert_frequency, assert_ks_integer, assert_moments};
 
 const SAMPLES: usize = 200_000;
@@ -120,11 +120,23 @@ fn assert_tails(label: &str, samples: &[i64], tail: impl Fn(u64) -> f64) {
 /// magnitude) realises the discrete Laplace, tails included.
 #[test]
 fn two_sided_geometric_sampler_is_exact_in_every_strategy() {
-    for (seed, &s) in [0.9, 0.05, 3e-4, 2e-7].iter().enumerate() {
+    // Direct tables of 2^5, 2^9 and 2^14 cells, blocked, sign-magnitude;
+    // each drawn one at a time and a block at a time.
+    let cases = [0.9, 0.05, 1e-3, 3e-4, 2e-7];
+    for (seed, (&s, batch)) in cases
+        .iter()
+        .flat_map(|s| [(s, false), (s, true)])
+        .enumerate()
+    {
         let noise = TwoSidedGeometricSampler::new(s).unwrap();
         let mut rng = InsecureSeededRng::from_seed_for_testing(150 + seed as u64);
-        let samples: Vec<i64> = (0..SAMPLES).map(|_| noise.sample(&mut rng)).collect();
-        let label = format!("two-sided geometric s={s}");
+        let mut samples = vec![0i64; SAMPLES];
+        if batch {
+            noise.sample_into(&mut samples, &mut rng);
+        } else {
+            samples.fill_with(|| noise.sample(&mut rng));
+        }
+        let label = format!("two-sided geometric s={s} batch={batch}");
         assert_ks_integer(&label, &samples, two_sided_geometric_cdf(&noise));
         assert_tails(&label, &samples, |t| noise.tail_probability(t));
         let values: Vec<f64> = samples.iter().map(|&z| z as f64).collect();
@@ -301,7 +313,7 @@ fn gaussian_matches_the_discrete_gaussian() {
         assert!(mechanism.sigma() <= mechanism.analytic_sigma() * 1.01);
         let steps = lattice_noise_steps(&mechanism, spacing, 2.0, 500 + seed as u64);
         let label = format!("Gaussian ε={epsilon} δ={delta}");
-        // σ ≥ 4096 steps: the discrete CDF equals Φ((k + ½)/σ) to ~1e-9.
+        // σ ≥ 1024 steps: the discrete CDF equals Φ((k + ½)/σ) to ~1e-8.
         assert_ks_integer(&label, &steps, |k| {
             normal_cdf((k as f64 + 0.5) / sigma_steps)
         });
@@ -311,6 +323,51 @@ fn gaussian_matches_the_discrete_gaussian() {
             &noise,
             mechanism.expected_absolute_error(),
             mechanism.variance(),
+        );
+    }
+}
+
+/// `P(Y ≤ k)` of the discrete Gaussian: summed exactly for small σ, and
+/// `Φ((k + ½)/σ)` beyond σ = 100, where the two agree within 1e-5.
+fn discrete_gaussian_cdf(sigma: f64) -> impl Fn(i64) -> f64 {
+    let reach = (40.0 * sigma).ceil() as i64;
+    let weight = move |y: i64| (-(y as f64).powi(2) / (2.0 * sigma * sigma)).exp();
+    let normaliser: f64 = (-reach..=reach).map(weight).sum();
+    move |k| {
+        if sigma > 100.0 {
+            normal_cdf((k as f64 + 0.5) / sigma)
+        } else {
+            (-reach..=k.min(reach)).map(weight).sum::<f64>() / normaliser
+        }
+    }
+}
+
+#[test]
+fn discrete_gaussian_sampler_is_exact_in_every_strategy() {
+    // Tables covering 6σ and more (tiny tails), 2.2σ (a 3% tail) and 1.56σ
+    // (a 12% tail), and rejection beyond; one at a time and in blocks.
+    let cases = [0.4, 3.0, 700.0, 15_000.0, 21_000.0, 30_000.0];
+    for (seed, (&sigma, batch)) in cases
+        .iter()
+        .flat_map(|s| [(s, false), (s, true)])
+        .enumerate()
+    {
+        let sampler = DiscreteGaussianSampler::new(sigma).unwrap();
+        let mut rng = InsecureSeededRng::from_seed_for_testing(700 + seed as u64);
+        let mut samples = vec![0i64; SAMPLES];
+        if batch {
+            sampler.sample_into(&mut samples, &mut rng);
+        } else {
+            samples.fill_with(|| sampler.sample(&mut rng));
+        }
+        let label = format!("discrete Gaussian σ={sigma} batch={batch}");
+        let cdf = discrete_gaussian_cdf(sigma);
+        assert_ks_integer(&label, &samples, &cdf);
+        assert_tails(&label, &samples, |t| 2.0 * (1.0 - cdf(t as i64)));
+        assert!(
+            sampler.log_spread_bound() < 1e-9,
+            "{label}: {}",
+            sampler.log_spread_bound()
         );
     }
 }

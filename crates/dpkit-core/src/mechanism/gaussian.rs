@@ -7,16 +7,21 @@ use std::f64::consts::{PI, SQRT_2};
 use rand_core::CryptoRng;
 
 use super::{
-    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_slice_on_lattice,
-    require_integer_sensitivity, saturating_release,
+    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_integers_in_blocks,
+    release_slice_on_lattice, require_integer_sensitivity, saturating_release,
 };
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
 use crate::error::{Error, Result, require_positive};
 use crate::lattice::Lattice;
 use crate::sampling::DiscreteGaussianSampler;
+use crate::shared_tables::SharedTables;
 
-pub(crate) const RESOLUTION_BITS: i32 = 12;
+/// Grid points per `min(Δ, σ)`: at least 2^10, so that the noise's σ is at
+/// least 1024 steps (the discrete Gaussian then equals the continuous one's
+/// moments within 1e-12), and, where `σ ≤ 20Δ` or so, at most ~20,000
+/// steps, which one alias table samples in one random word.
+pub(crate) const RESOLUTION_BITS: i32 = 10;
 const MAX_EPSILON: f64 = 500.0;
 const MIN_DELTA: f64 = 1e-100;
 /// Doubling from 1 passes the largest double within 1024 steps.
@@ -79,6 +84,16 @@ pub fn analytic_gaussian_sigma(epsilon: f64, delta: f64, sensitivity: f64) -> Re
 /// doubling stops where doubles end, the halving at 1e-12, and the geometric
 /// bisection halves `log(high/low)`, which starts below 2^11.
 fn unit_analytic_sigma(epsilon: f64, delta: f64) -> Result<f64> {
+    // A bisection over erfc (tens of microseconds), a pure function of (ε, δ):
+    // computed once per pair and shared.
+    static SIGMAS: SharedTables<(u64, u64), f64> = SharedTables::with_capacity(256);
+    let sigma = SIGMAS.get_or_build((epsilon.to_bits(), delta.to_bits()), || {
+        search_unit_analytic_sigma(epsilon, delta)
+    })?;
+    Ok(*sigma)
+}
+
+fn search_unit_analytic_sigma(epsilon: f64, delta: f64) -> Result<f64> {
     let too_small = |ratio: f64| continuous_delta(ratio, epsilon, 1.0) > delta;
     let high = first_doubling_large_enough(too_small)?;
     let mut low = 1.0;
@@ -272,10 +287,22 @@ struct CalibratedDiscreteGaussian {
 }
 
 impl CalibratedDiscreteGaussian {
+    /// The calibration for (ε, δ, Δ): a pure function of them, which takes
+    /// up to a few hundred microseconds of tail bounds, so computed once per
+    /// triple and shared.
+    fn new(epsilon: f64, delta: f64, sensitivity: u64) -> Result<Self> {
+        static CALIBRATIONS: SharedTables<(u64, u64, u64), CalibratedDiscreteGaussian> =
+            SharedTables::with_capacity(256);
+        let key = (epsilon.to_bits(), delta.to_bits(), sensitivity);
+        let calibrated =
+            CALIBRATIONS.get_or_build(key, || Self::calibrate(epsilon, delta, sensitivity))?;
+        Ok(Self::clone(&calibrated))
+    }
+
     /// The σ starts at the analytic Gaussian's and grows by 0.01% steps until
     /// the proven discrete δ fits. The realised sampler's relative deviation η
     /// makes it (ε_in + 2η, e^η·δ_in + 1e-290)-DP; the inner targets leave room.
-    fn new(epsilon: f64, delta: f64, sensitivity: u64) -> Result<Self> {
+    fn calibrate(epsilon: f64, delta: f64, sensitivity: u64) -> Result<Self> {
         let (epsilon, delta) = validate_epsilon_delta(epsilon, delta)?;
         let inner_delta = delta * (1.0 - 1e-6);
         let mut inner_epsilon = epsilon * (1.0 - CALIBRATION_MARGIN);
@@ -330,7 +357,7 @@ impl CalibratedDiscreteGaussian {
 ///
 /// # Privacy
 /// σ comes from the analytic Gaussian mechanism. The value is released on a
-/// grid `g = 2^k ≤ min(Δ, σ)/4096` with discrete Gaussian noise of parameter
+/// grid `g = 2^k ≤ min(Δ, σ)/1024` with discrete Gaussian noise of parameter
 /// `σ/g` (raised until the proven discrete δ fits), so no floating-point
 /// artefact leaks the input. The declared (ε, δ) holds with the sampler's
 /// measured deviation included. `privatize_slice` releases each value as its
@@ -397,7 +424,9 @@ impl RealMechanism for Gaussian {
         values: &mut [f64],
         rng: &mut R,
     ) -> Result<()> {
-        release_slice_on_lattice(&self.lattice, values, || self.noise.sampler.sample(rng))
+        release_slice_on_lattice(&self.lattice, values, |block| {
+            self.noise.sampler.sample_into(block, rng)
+        })
     }
 
     fn privacy(&self) -> PrivacyLoss {
@@ -451,6 +480,10 @@ impl DiscreteGaussian {
 impl IntegerMechanism for DiscreteGaussian {
     fn privatize_with_rng<R: CryptoRng + ?Sized>(&self, value: i64, rng: &mut R) -> i64 {
         saturating_release(value, self.noise.sampler.sample(rng))
+    }
+
+    fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(&self, values: &mut [i64], rng: &mut R) {
+        release_integers_in_blocks(values, |block| self.noise.sampler.sample_into(block, rng));
     }
 
     fn privacy(&self) -> PrivacyLoss {

@@ -104,7 +104,9 @@ impl RealMechanism for Laplace {
         values: &mut [f64],
         rng: &mut R,
     ) -> Result<()> {
-        release_slice_on_lattice(&self.lattice, values, || self.noise.sample(rng))
+        release_slice_on_lattice(&self.lattice, values, |block| {
+            self.noise.sample_into(block, rng)
+        })
     }
 
     fn privacy(&self) -> PrivacyLoss {

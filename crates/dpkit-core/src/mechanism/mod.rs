@@ -73,6 +73,10 @@ pub(crate) fn require_integer_sensitivity(sensitivity: u64) -> Result<()> {
     Ok(())
 }
 
+/// Values released per block by the batch paths (the noise of a block is
+/// drawn in one tight loop, then added).
+const BLOCK: usize = 256;
+
 /// A mechanism that releases a real value with additive noise.
 pub trait RealMechanism {
     /// Releases `value` using `rng`. Fails on a non-finite or out-of-range value.
@@ -134,17 +138,45 @@ pub(crate) fn saturating_release(value: i64, noise: i64) -> i64 {
 }
 
 /// Checks every value of a slice first (so a bad value changes nothing), then
-/// replaces each by its grid value plus `noise()` steps, saturating at the
-/// ends of `i64` (a fixed function of the exact sum, so post-processing).
+/// replaces each by its grid value plus its noise in grid steps, saturating
+/// at the ends of `i64` (a fixed function of the exact sum, so
+/// post-processing). `fill_noise` fills a block of independent draws; the
+/// values are released a block at a time.
 pub(crate) fn release_slice_on_lattice(
     lattice: &crate::lattice::Lattice,
     values: &mut [f64],
-    mut noise: impl FnMut() -> i64,
+    mut fill_noise: impl FnMut(&mut [i64]),
 ) -> Result<()> {
     lattice.check_all(values)?;
-    for value in values.iter_mut() {
-        let index = lattice.index_of_checked(*value);
-        *value = lattice.value_at(index.saturating_add(noise()));
+    let mut noise = [0i64; BLOCK];
+    for chunk in values.chunks_mut(BLOCK) {
+        let noise = &mut noise[..chunk.len()];
+        fill_noise(noise);
+        for (value, &steps) in chunk.iter_mut().zip(noise.iter()) {
+            let index = lattice.index_of_checked(*value);
+            *value = lattice.value_at(index.saturating_add(steps));
+        }
     }
     Ok(())
+}
+
+/// Replaces every integer by itself plus its noise, saturating, with the
+/// noise drawn a block at a time by `fill_noise`.
+pub(crate) fn release_integers_in_blocks(
+    values: &mut [i64],
+    mut fill_noise: impl FnMut(&mut [i64]),
+) {
+    let mut noise = [0i64; BLOCK];
+    for chunk in values.chunks_mut(BLOCK) {
+        let noise = &mut noise[..chunk.len()];
+        fill_noise(noise);
+        for (value, &steps) in chunk.iter_mut().zip(noise.iter()) {
+            *value = saturating_release(*value, steps);
+        }
+    }
+}
+
+/// A block filler for [`release_slice_on_lattice`] from a one-draw sampler.
+pub(crate) fn one_by_one(mut draw: impl FnMut() -> i64) -> impl FnMut(&mut [i64]) {
+    move |block| block.iter_mut().for_each(|steps| *steps = draw())
 }

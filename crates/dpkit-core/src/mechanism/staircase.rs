@@ -6,7 +6,7 @@ use rand_core::CryptoRng;
 
 use super::staircase_noise::StaircaseNoise;
 use super::{
-    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_slice_on_lattice,
+    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, one_by_one, release_slice_on_lattice,
     require_integer_sensitivity, require_within_declared, saturating_release,
 };
 use crate::accounting::PrivacyLoss;
@@ -172,7 +172,7 @@ impl RealMechanism for Staircase {
         values: &mut [f64],
         rng: &mut R,
     ) -> Result<()> {
-        release_slice_on_lattice(&self.lattice, values, || self.noise.sample(rng))
+        release_slice_on_lattice(&self.lattice, values, one_by_one(|| self.noise.sample(rng)))
     }
 
     fn privacy(&self) -> PrivacyLoss {

@@ -74,7 +74,8 @@ impl StaircaseNoise {
     /// calibrated to `log_ratio` (slightly below ε) per period.
     /// The noise for (N, r, s), built once per process and shared.
     pub(crate) fn shared(period: u64, rise: u64, log_ratio: f64) -> Result<Arc<Self>> {
-        static TABLES: SharedTables<(u64, u64, u64), StaircaseNoise> = SharedTables::new();
+        static TABLES: SharedTables<(u64, u64, u64), StaircaseNoise> =
+            SharedTables::with_capacity(256);
         TABLES.get_or_build((period, rise, log_ratio.to_bits()), || {
             Self::new(period, rise, log_ratio)
         })

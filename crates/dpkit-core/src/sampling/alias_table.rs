@@ -4,6 +4,8 @@
 
 use std::f64::consts::LN_2;
 
+use rand_core::Rng;
+
 /// The low 63 bits of a word: what [`AliasTable::cell`] reads.
 pub(crate) const LOW_63_BITS: u64 = (1u64 << 63) - 1;
 
@@ -16,10 +18,11 @@ pub(crate) const LOW_63_BITS: u64 = (1u64 << 63) - 1;
 #[derive(Debug, Clone)]
 pub(crate) struct AliasTable {
     block_bits: u32,
-    /// Column `c` yields `c` when the word's low bits are below `keep[c]`,
-    /// else `alias[c]`.
-    keep: Box<[u64]>,
-    alias: Box<[u32]>,
+    /// Column `c` yields `c` when the word's low bits are below its `keep`,
+    /// else its `alias`. Both share one word, so a draw reads one entry:
+    /// `keep ≤ 2^(63 − block_bits)` fills the high `64 − block_bits` bits
+    /// and `alias < 2^block_bits` the low ones.
+    entries: Box<[u64]>,
     /// max − min over the cells of positive mass of
     /// `ln(realised P(c)) − ln(ideal P(c))`.
     log_spread: f64,
@@ -89,10 +92,14 @@ impl AliasTable {
             low = low.min(realised - ideal);
             high = high.max(realised - ideal);
         }
+        let entries = keep
+            .iter()
+            .zip(&alias)
+            .map(|(&keep, &alias)| keep << block_bits | u64::from(alias))
+            .collect();
         Some(Self {
             block_bits,
-            keep: keep.into_boxed_slice(),
-            alias: alias.into_boxed_slice(),
+            entries,
             log_spread: high - low,
         })
     }
@@ -112,16 +119,76 @@ impl AliasTable {
     /// The cell that `uniform63` (63 uniform bits) selects.
     #[inline]
     pub(crate) fn cell(&self, uniform63: u64) -> u64 {
-        let column = (uniform63 >> (63 - self.block_bits)) as usize;
-        let threshold = uniform63 & ((1u64 << (63 - self.block_bits)) - 1);
-        let keep = self.keep[column];
-        let alias = u64::from(self.alias[column]);
-        if threshold < keep {
-            column as u64
-        } else {
-            alias
-        }
+        let threshold_bits = 63 - self.block_bits;
+        self.select(uniform63 >> threshold_bits, |keep| {
+            uniform63 & low_bits(threshold_bits) < keep
+        })
     }
+
+    /// The cell that a field of `block_bits + known` uniform bits selects:
+    /// its top bits pick the column, the other `known` are the top of the
+    /// threshold word. The threshold's remaining `63 − block_bits − known`
+    /// bits are read from `rng` only when the known ones tie with the
+    /// column's (probability `2^−known`). The comparison, and so the
+    /// realised distribution, is exactly that of [`AliasTable::cell`]: a
+    /// uniform threshold is below `keep` iff its top bits are below
+    /// `keep`'s, or equal to them with the low bits below `keep`'s.
+    /// Lets one random word serve several look-ups.
+    #[inline(always)]
+    pub(crate) fn cell_lazy<R: Rng + ?Sized>(&self, field: u64, known: u32, rng: &mut R) -> u64 {
+        debug_assert!(known >= 1 && self.block_bits + known <= 62);
+        let unknown = 63 - self.block_bits - known;
+        let high = field & low_bits(known);
+        self.select(field >> known, |keep| {
+            let keep_high = keep >> unknown;
+            if high != keep_high {
+                high < keep_high
+            } else {
+                below_after_tie(keep & low_bits(unknown), unknown, rng)
+            }
+        })
+    }
+
+    /// Column `column`, or its alias unless `keeps(keep)`.
+    #[inline(always)]
+    fn select(&self, column: u64, keeps: impl FnOnce(u64) -> bool) -> u64 {
+        let entry = self.entries[column as usize];
+        let (keep, alias) = (entry >> self.block_bits, entry & low_bits(self.block_bits));
+        // Whether the column keeps the draw is a coin flip: a branch on it
+        // would be mispredicted about half the time.
+        std::hint::select_unpredictable(keeps(keep), column, alias)
+    }
+}
+
+/// Fills `out` with draws that each read one 32-bit field of uniform bits
+/// (and, rarely, more words from `rng`): two draws per random word.
+#[inline]
+pub(crate) fn fill_from_halves<R: Rng + ?Sized>(
+    out: &mut [i64],
+    rng: &mut R,
+    mut draw: impl FnMut(u64, &mut R) -> i64,
+) {
+    let mut pairs = out.chunks_exact_mut(2);
+    for pair in &mut pairs {
+        let word = rng.next_u64();
+        pair[0] = draw(word >> 32, rng);
+        pair[1] = draw(word & 0xffff_ffff, rng);
+    }
+    for last in pairs.into_remainder() {
+        *last = draw(u64::from(rng.next_u32()), rng);
+    }
+}
+
+/// The lowest `bits` bits set (`bits` < 64).
+#[inline]
+fn low_bits(bits: u32) -> u64 {
+    (1u64 << bits) - 1
+}
+
+/// Whether `bits` fresh uniform bits are below `keep_low`.
+#[cold]
+fn below_after_tie<R: Rng + ?Sized>(keep_low: u64, bits: u32, rng: &mut R) -> bool {
+    (rng.next_u64() >> (64 - bits)) < keep_low
 }
 
 #[cfg(test)]
@@ -147,6 +214,46 @@ mod tests {
         }
         assert_eq!(counts, [1024, 0, 3072, 0]);
         assert!(table.log_spread() < 1e-12);
+    }
+
+    /// Hands out fixed words: the "fresh" threshold bits of a tie.
+    struct Words(Vec<u64>);
+
+    impl rand_core::TryRng for Words {
+        type Error = core::convert::Infallible;
+        fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+            Ok(self.0.pop().expect("a word") as u32)
+        }
+        fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+            Ok(self.0.pop().expect("a word"))
+        }
+        fn try_fill_bytes(&mut self, _: &mut [u8]) -> Result<(), Self::Error> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn a_lazy_look_up_agrees_with_the_full_one_on_every_split_of_the_word() {
+        let table = AliasTable::truncated_geometric(0.01, 6).unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut ties = 0;
+        for _ in 0..20_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let word = state >> 1;
+            for known in [1, 2, 4, 9, 20, 40, 56] {
+                let unknown = 57 - known;
+                let field = word >> unknown;
+                let rest = word & low_bits(unknown);
+                // The tie's fresh word carries the rest in its top bits.
+                let mut rng = Words(vec![rest << (64 - unknown)]);
+                assert_eq!(table.cell_lazy(field, known, &mut rng), table.cell(word));
+                ties += usize::from(rng.0.is_empty());
+            }
+        }
+        // Ties are exercised (mostly at `known` = 1 and 2).
+        assert!(ties > 1_000, "{ties}");
     }
 
     #[test]

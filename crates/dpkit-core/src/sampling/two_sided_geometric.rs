@@ -1,8 +1,10 @@
 //! Two-sided geometric (discrete Laplace) noise, in one or two random words.
 
+use std::sync::Arc;
+
 use rand_core::Rng;
 
-use super::alias_table::{AliasTable, LOW_63_BITS};
+use super::alias_table::{AliasTable, fill_from_halves};
 use super::geometric::{GeometricSampler, LN_4, MAX_BLOCK_BITS};
 use crate::error::Result;
 use crate::shared_tables::SharedTables;
@@ -37,21 +39,20 @@ use crate::shared_tables::SharedTables;
 /// ```
 #[derive(Debug, Clone)]
 pub struct TwoSidedGeometricSampler {
-    magnitude: GeometricSampler,
-    strategy: Strategy,
+    tables: Arc<Tables>,
 }
 
-/// Everything built for one `s`: the magnitude sampler and the strategy.
-/// Each sampler keeps its own copy (microseconds to make), so that drawing
-/// reads its tables directly, as it did before they were shared.
-#[derive(Debug, Clone)]
+/// Everything built for one `s`: the magnitude sampler and the strategy,
+/// shared by every sampler of that `s`.
+#[derive(Debug)]
 struct Tables {
     magnitude: GeometricSampler,
     strategy: Strategy,
 }
 
-/// Tables built once per `s` and shared (see `crate::shared_tables`).
-static TABLES: SharedTables<u64, Tables> = SharedTables::new();
+/// Tables built once per `s` and shared (see `crate::shared_tables`); at
+/// most 64 of them, 128 KiB each at most.
+static TABLES: SharedTables<u64, Tables> = SharedTables::with_capacity(64);
 
 #[derive(Debug, Clone)]
 enum Strategy {
@@ -78,10 +79,15 @@ struct BlockedTables {
     offset: AliasTable,
     /// How many blocks beyond the first tail block: geometric of ratio `s·M`.
     blocks_beyond: GeometricSampler,
+    /// Threshold bits of the offset's look-up taken from the draw's word
+    /// (half of what the two columns leave; the block's look-up gets the rest).
+    offset_known: u32,
 }
 
 /// The direct table needs `P(|Z| > T) ≤ e^(−4.2)` with `2T + 2 ≤ 4096` cells.
-const DIRECT_TABLE_MIN_S: f64 = 8.4 / 4096.0;
+const DIRECT_TABLE_MIN_S: f64 = 8.4 / (1u64 << MAX_DIRECT_BITS) as f64;
+/// The direct table has at most `2^MAX_DIRECT_BITS` cells (128 KiB).
+const MAX_DIRECT_BITS: u32 = 14;
 /// Tables are used only when their realised masses are this close to the
 /// ideal ones (typically 1e-13); coarser ones (tiny masses at very large s)
 /// would eat the calibration margin.
@@ -100,14 +106,7 @@ impl TwoSidedGeometricSampler {
                 strategy,
             })
         })?;
-        let Tables {
-            magnitude,
-            strategy,
-        } = Tables::clone(&shared);
-        Ok(Self {
-            magnitude,
-            strategy,
-        })
+        Ok(Self { tables: shared })
     }
 
     /// The sampling strategy for `s`, with its tables.
@@ -135,12 +134,12 @@ impl TwoSidedGeometricSampler {
 
     /// The ideal ratio `α = e^(-s)`.
     pub fn ratio(&self) -> f64 {
-        (-self.magnitude.unit_log_ratio()).exp()
+        (-self.tables.magnitude.unit_log_ratio()).exp()
     }
 
     /// The ideal `s = −ln α`.
     pub fn unit_log_ratio(&self) -> f64 {
-        self.magnitude.unit_log_ratio()
+        self.tables.magnitude.unit_log_ratio()
     }
 
     /// A proven upper bound on the privacy loss `ln P(Z = a) − ln P(Z = b)`
@@ -161,10 +160,10 @@ impl TwoSidedGeometricSampler {
             2.0 * (tail.log_deviation_bound_at_zero()
                 + tail.log_deviation_difference_bound(depth.saturating_add(1)))
         };
-        let excess = match &self.strategy {
-            Strategy::SignMagnitude => return self.magnitude.log_ratio_bound(shift),
+        let excess = match &self.tables.strategy {
+            Strategy::SignMagnitude => return self.tables.magnitude.log_ratio_bound(shift),
             Strategy::Direct(direct) => {
-                direct.table.log_spread() + tail_term(&self.magnitude, shift)
+                direct.table.log_spread() + tail_term(&self.tables.magnitude, shift)
             }
             Strategy::Blocked(blocked) => {
                 let depth = shift.div_ceil(1 << blocked.block_bits);
@@ -201,18 +200,47 @@ impl TwoSidedGeometricSampler {
     /// One draw.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
-        match &self.strategy {
-            Strategy::Direct(direct) => direct.sample(&self.magnitude, rng),
-            Strategy::Blocked(blocked) => blocked.sample(rng),
-            Strategy::SignMagnitude => loop {
-                let (negative, magnitude) = self.magnitude.sample_with_sign(rng);
-                let magnitude = magnitude.min(i64::MAX as u64) as i64;
-                match (negative, magnitude) {
-                    (true, 0) => continue,
-                    (true, m) => return -m,
-                    (false, m) => return m,
+        match &self.tables.strategy {
+            Strategy::Direct(direct) => {
+                direct.draw(u64::from(rng.next_u32()), &self.tables.magnitude, rng)
+            }
+            Strategy::Blocked(blocked) => blocked.draw(rng.next_u64(), rng),
+            Strategy::SignMagnitude => self.sample_sign_magnitude(rng),
+        }
+    }
+
+    /// Fills `out` with independent draws, each as
+    /// [`TwoSidedGeometricSampler::sample`] makes it, in one tight loop.
+    ///
+    /// ```
+    /// use dpkit_core::sampling::TwoSidedGeometricSampler;
+    /// use dpkit_core::rng::InsecureSeededRng;
+    /// let noise = TwoSidedGeometricSampler::new(0.5).unwrap();
+    /// let mut draws = vec![0i64; 1000];
+    /// noise.sample_into(&mut draws, &mut InsecureSeededRng::from_seed_for_testing(1));
+    /// assert!(draws.iter().any(|&z| z != 0));
+    /// ```
+    pub fn sample_into<R: Rng + ?Sized>(&self, out: &mut [i64], rng: &mut R) {
+        match &self.tables.strategy {
+            Strategy::Direct(direct) => direct.draw_all(out, &self.tables.magnitude, rng),
+            Strategy::Blocked(blocked) => blocked.draw_all(out, rng),
+            Strategy::SignMagnitude => {
+                for draw in out {
+                    *draw = self.sample_sign_magnitude(rng);
                 }
-            },
+            }
+        }
+    }
+
+    fn sample_sign_magnitude<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
+        loop {
+            let (negative, magnitude) = self.tables.magnitude.sample_with_sign(rng);
+            let magnitude = magnitude.min(i64::MAX as u64) as i64;
+            match (negative, magnitude) {
+                (true, 0) => continue,
+                (true, m) => return -m,
+                (false, m) => return m,
+            }
         }
     }
 }
@@ -220,7 +248,7 @@ impl TwoSidedGeometricSampler {
 impl DirectTable {
     fn new(s: f64) -> Option<Self> {
         // Smallest table with 2^(m−1) ≥ 4.2/s, so the tail has mass ≤ e^(−4.2).
-        let bits = ((2.0 * TAIL_EXPONENT / s).log2().ceil().max(2.0) as u32).min(MAX_BLOCK_BITS);
+        let bits = ((2.0 * TAIL_EXPONENT / s).log2().ceil().max(2.0) as u32).min(MAX_DIRECT_BITS);
         let half = (1i64 << (bits - 1)) - 1;
         let alpha = (-s).exp();
         let log_zero = (s / 2.0).tanh().ln();
@@ -235,13 +263,34 @@ impl DirectTable {
         Some(Self { table, half })
     }
 
-    #[inline]
-    fn sample<R: Rng + ?Sized>(&self, magnitude: &GeometricSampler, rng: &mut R) -> i64 {
-        let cell = self.table.cell(rng.next_u64() & LOW_63_BITS) as i64;
+    /// Fills `out` with draws (a loop of its own, so that the table's
+    /// address and size stay in registers across it).
+    #[inline(never)]
+    fn draw_all<R: Rng + ?Sized>(
+        &self,
+        out: &mut [i64],
+        magnitude: &GeometricSampler,
+        rng: &mut R,
+    ) {
+        fill_from_halves(out, rng, |field, rng| self.draw(field, magnitude, rng));
+    }
+
+    /// The draw that a 32-bit `field` of uniform bits selects (see
+    /// [`AliasTable::cell_lazy`]); the tail's words come from `rng`.
+    #[inline(always)]
+    fn draw<R: Rng + ?Sized>(&self, field: u64, magnitude: &GeometricSampler, rng: &mut R) -> i64 {
+        let known = 32 - self.table.block_bits();
+        let cell = self.table.cell_lazy(field, known, rng) as i64;
         if cell <= 2 * self.half {
-            return cell - self.half;
+            cell - self.half
+        } else {
+            self.tail(magnitude, rng)
         }
-        // The tail: a fair sign and T + 1 + a geometric (memorylessness).
+    }
+
+    /// The tail: a fair sign and T + 1 + a geometric (memorylessness).
+    #[cold]
+    fn tail<R: Rng + ?Sized>(&self, magnitude: &GeometricSampler, rng: &mut R) -> i64 {
         let (negative, beyond) = magnitude.sample_with_sign(rng);
         let magnitude = beyond
             .saturating_add(self.half as u64 + 1)
@@ -288,6 +337,7 @@ impl BlockedTables {
             return Ok(None);
         };
         Ok(Some(Self {
+            offset_known: (64 - bits - block_bits) / 2,
             blocks,
             half,
             block_bits,
@@ -296,28 +346,50 @@ impl BlockedTables {
         }))
     }
 
-    #[inline]
-    fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
-        let cell = self.blocks.cell(rng.next_u64() & LOW_63_BITS) as i64;
-        let offset = self.offset.cell(rng.next_u64() & LOW_63_BITS) as i64;
-        let last_offset = (1i64 << self.block_bits) - 1;
-        // Depths beyond 2^62 / M saturate: a fixed function of the exact value.
-        let limit = (1u64 << (62 - self.block_bits)) as i64;
+    /// Fills `out` with draws (a loop of its own, so that the tables'
+    /// addresses and sizes stay in registers across it).
+    #[inline(never)]
+    fn draw_all<R: Rng + ?Sized>(&self, out: &mut [i64], rng: &mut R) {
+        for draw in out.iter_mut() {
+            *draw = self.draw(rng.next_u64(), rng);
+        }
+    }
+
+    /// The draw that `word` selects: its high bits pick the block, its low
+    /// `block_bits + offset_known` bits the offset (see
+    /// [`AliasTable::cell_lazy`]); the tails' words come from `rng`.
+    #[inline(always)]
+    fn draw<R: Rng + ?Sized>(&self, word: u64, rng: &mut R) -> i64 {
+        let offset_field_bits = self.block_bits + self.offset_known;
+        let block_known = 64 - offset_field_bits - self.blocks.block_bits();
+        let cell = self
+            .blocks
+            .cell_lazy(word >> offset_field_bits, block_known, rng) as i64;
+        let offset_field = word & ((1u64 << offset_field_bits) - 1);
+        let offset = self.offset.cell_lazy(offset_field, self.offset_known, rng) as i64;
         let block = if cell < 2 * self.half {
             cell - self.half
         } else {
-            let beyond = self.blocks_beyond.sample(rng).min(limit as u64) as i64;
-            if cell == 2 * self.half {
-                self.half + beyond
-            } else {
-                -self.half - 1 - beyond
-            }
+            self.tail_block(cell, rng)
         };
-        let start = block << self.block_bits;
-        if block >= 0 {
-            start + offset
+        // For q < 0 the offset is read from the block's other end:
+        // `(M − 1) − offset`, which for `0 ≤ offset < M` is `offset XOR (M − 1)`
+        // (no branch on the sign, which is a coin flip).
+        let negative_mask = block >> 63;
+        let last_offset = (1i64 << self.block_bits) - 1;
+        (block << self.block_bits) + (offset ^ (negative_mask & last_offset))
+    }
+
+    /// The block of a tail cell: `half + G` above, `−half − 1 − G` below.
+    #[cold]
+    fn tail_block<R: Rng + ?Sized>(&self, cell: i64, rng: &mut R) -> i64 {
+        // Depths beyond 2^62 / M saturate: a fixed function of the exact value.
+        let limit = 1u64 << (62 - self.block_bits);
+        let beyond = self.blocks_beyond.sample(rng).min(limit) as i64;
+        if cell == 2 * self.half {
+            self.half + beyond
         } else {
-            start + (last_offset - offset)
+            -self.half - 1 - beyond
         }
     }
 }

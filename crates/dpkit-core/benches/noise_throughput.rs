@@ -147,7 +147,7 @@ fn rows(run: &mut Run, epsilon: f64) -> Vec<Row> {
             &Gaussian::new(epsilon, 1e-6, 1.0).unwrap(),
         ),
     ];
-    for sensitivity in [1, 100, 10_000, 1_000_000, 100_000_000] {
+    for sensitivity in [1, 100, 10_000, 1_000_000, 100_000_000, 10_000_000_000] {
         rows.push(run.integer(
             &format!("two-sided geometric Δ={sensitivity}"),
             &geometric_peer(epsilon, sensitivity),

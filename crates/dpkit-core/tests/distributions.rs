@@ -120,9 +120,10 @@ fn assert_tails(label: &str, samples: &[i64], tail: impl Fn(u64) -> f64) {
 /// magnitude) realises the discrete Laplace, tails included.
 #[test]
 fn two_sided_geometric_sampler_is_exact_in_every_strategy() {
-    // Direct tables of 2^5, 2^9 and 2^14 cells, blocked, sign-magnitude;
-    // each drawn one at a time and a block at a time.
-    let cases = [0.9, 0.05, 1e-3, 3e-4, 2e-7];
+    // Direct tables of 2^4, 2^8 and 2^14 cells; blocked in each layout (one
+    // offset table of 2^12 or 2^14 cells, two of 2^24 or 2^26);
+    // sign-magnitude; each drawn one at a time and a block at a time.
+    let cases = [0.9, 0.05, 1e-3, 3e-4, 2e-7, 3e-9, 3e-11, 1e-13];
     for (seed, (&s, batch)) in cases
         .iter()
         .flat_map(|s| [(s, false), (s, true)])

@@ -7,8 +7,8 @@ use std::f64::consts::{PI, SQRT_2};
 use rand_core::CryptoRng;
 
 use super::{
-    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_integers_in_blocks,
-    release_slice_on_lattice, require_integer_sensitivity, saturating_release,
+    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_slice_on_lattice,
+    require_integer_sensitivity, saturating_release,
 };
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
@@ -483,7 +483,7 @@ impl IntegerMechanism for DiscreteGaussian {
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(&self, values: &mut [i64], rng: &mut R) {
-        release_integers_in_blocks(values, |block| self.noise.sampler.sample_into(block, rng));
+        self.noise.sampler.add_into(values, rng);
     }
 
     fn privacy(&self) -> PrivacyLoss {

@@ -160,22 +160,6 @@ pub(crate) fn release_slice_on_lattice(
     Ok(())
 }
 
-/// Replaces every integer by itself plus its noise, saturating, with the
-/// noise drawn a block at a time by `fill_noise`.
-pub(crate) fn release_integers_in_blocks(
-    values: &mut [i64],
-    mut fill_noise: impl FnMut(&mut [i64]),
-) {
-    let mut noise = [0i64; BLOCK];
-    for chunk in values.chunks_mut(BLOCK) {
-        let noise = &mut noise[..chunk.len()];
-        fill_noise(noise);
-        for (value, &steps) in chunk.iter_mut().zip(noise.iter()) {
-            *value = saturating_release(*value, steps);
-        }
-    }
-}
-
 /// A block filler for [`release_slice_on_lattice`] from a one-draw sampler.
 pub(crate) fn one_by_one(mut draw: impl FnMut() -> i64) -> impl FnMut(&mut [i64]) {
     move |block| block.iter_mut().for_each(|steps| *steps = draw())

@@ -3,8 +3,8 @@
 use rand_core::CryptoRng;
 
 use super::{
-    CALIBRATION_MARGIN, IntegerMechanism, release_integers_in_blocks, require_integer_sensitivity,
-    require_within_declared, saturating_release,
+    CALIBRATION_MARGIN, IntegerMechanism, require_integer_sensitivity, require_within_declared,
+    saturating_release,
 };
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
@@ -75,7 +75,7 @@ impl IntegerMechanism for TwoSidedGeometric {
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(&self, values: &mut [i64], rng: &mut R) {
-        release_integers_in_blocks(values, |block| self.noise.sample_into(block, rng));
+        self.noise.add_into(values, rng);
     }
 
     fn privacy(&self) -> PrivacyLoss {

@@ -137,16 +137,21 @@ impl AliasTable {
     #[inline(always)]
     pub(crate) fn cell_lazy<R: Rng + ?Sized>(&self, field: u64, known: u32, rng: &mut R) -> u64 {
         debug_assert!(known >= 1 && self.block_bits + known <= 62);
-        let unknown = 63 - self.block_bits - known;
+        let column = field >> known;
         let high = field & low_bits(known);
-        self.select(field >> known, |keep| {
-            let keep_high = keep >> unknown;
-            if high != keep_high {
-                high < keep_high
-            } else {
-                below_after_tie(keep & low_bits(unknown), unknown, rng)
-            }
-        })
+        let entry = self.entries[column as usize];
+        // `keep` fills the entry's top `64 − block_bits` bits, so its top
+        // `known + 1` bits (it may equal 2^(63 − block_bits)) are these.
+        let keep_high = entry >> (63 - known);
+        let keeps = if high != keep_high {
+            high < keep_high
+        } else {
+            let unknown = 63 - self.block_bits - known;
+            below_after_tie((entry >> self.block_bits) & low_bits(unknown), unknown, rng)
+        };
+        // Whether the column keeps the draw is a coin flip: a branch on it
+        // would be mispredicted about half the time.
+        std::hint::select_unpredictable(keeps, column, entry & low_bits(self.block_bits))
     }
 
     /// Column `column`, or its alias unless `keeps(keep)`.
@@ -160,22 +165,24 @@ impl AliasTable {
     }
 }
 
-/// Fills `out` with draws that each read one 32-bit field of uniform bits
-/// (and, rarely, more words from `rng`): two draws per random word.
+/// Replaces each `x` of `out` by `combine(x, draw)`, for draws that each
+/// read one 32-bit field of uniform bits (and, rarely, more words from
+/// `rng`): two draws per random word.
 #[inline]
 pub(crate) fn fill_from_halves<R: Rng + ?Sized>(
     out: &mut [i64],
     rng: &mut R,
     mut draw: impl FnMut(u64, &mut R) -> i64,
+    combine: impl Fn(i64, i64) -> i64,
 ) {
     let mut pairs = out.chunks_exact_mut(2);
     for pair in &mut pairs {
         let word = rng.next_u64();
-        pair[0] = draw(word >> 32, rng);
-        pair[1] = draw(word & 0xffff_ffff, rng);
+        pair[0] = combine(pair[0], draw(word >> 32, rng));
+        pair[1] = combine(pair[1], draw(word & 0xffff_ffff, rng));
     }
     for last in pairs.into_remainder() {
-        *last = draw(u64::from(rng.next_u32()), rng);
+        *last = combine(*last, draw(u64::from(rng.next_u32()), rng));
     }
 }
 

@@ -111,10 +111,37 @@ impl DiscreteGaussianSampler {
     /// assert!(draws.iter().all(|z| z.abs() < 38_000));
     /// ```
     pub fn sample_into<R: Rng + ?Sized>(&self, out: &mut [i64], rng: &mut R) {
+        self.combine_into(out, rng, |_, draw| draw);
+    }
+
+    /// Adds an independent draw to each value, saturating at the ends of
+    /// `i64`, in one tight loop.
+    ///
+    /// ```
+    /// use dpkit_core::sampling::DiscreteGaussianSampler;
+    /// use dpkit_core::rng::InsecureSeededRng;
+    /// let gaussian = DiscreteGaussianSampler::new(4.0).unwrap();
+    /// let mut counts = vec![100i64; 1000];
+    /// gaussian.add_into(&mut counts, &mut InsecureSeededRng::from_seed_for_testing(4));
+    /// assert!(counts.iter().any(|&c| c != 100));
+    /// ```
+    pub fn add_into<R: Rng + ?Sized>(&self, values: &mut [i64], rng: &mut R) {
+        self.combine_into(values, rng, i64::saturating_add);
+    }
+
+    /// Replaces each `x` of `out` by `combine(x, draw)`.
+    fn combine_into<R: Rng + ?Sized>(
+        &self,
+        out: &mut [i64],
+        rng: &mut R,
+        combine: impl Fn(i64, i64) -> i64,
+    ) {
         match &self.strategy {
-            Strategy::Table(table) => table.draw_all(out, rng),
+            Strategy::Table(table) => table.draw_all(out, rng, combine),
             Strategy::Rejection(rejection) => {
-                out.fill_with(|| rejection.sample(self.sigma, rng));
+                for x in out {
+                    *x = combine(*x, rejection.sample(self.sigma, rng));
+                }
             }
         }
     }
@@ -200,8 +227,13 @@ impl BodyTable {
     /// Fills `out` with draws (a loop of its own, so that the table's
     /// address and size stay in registers across it).
     #[inline(never)]
-    fn draw_all<R: Rng + ?Sized>(&self, out: &mut [i64], rng: &mut R) {
-        fill_from_halves(out, rng, |field, rng| self.draw(field, rng));
+    fn draw_all<R: Rng + ?Sized>(
+        &self,
+        out: &mut [i64],
+        rng: &mut R,
+        combine: impl Fn(i64, i64) -> i64,
+    ) {
+        fill_from_halves(out, rng, |field, rng| self.draw(field, rng), combine);
     }
 
     /// The draw that a 32-bit `field` of uniform bits selects (see

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rand_core::Rng;
 
 use super::alias_table::{AliasTable, fill_from_halves};
-use super::geometric::{GeometricSampler, LN_4, MAX_BLOCK_BITS};
+use super::geometric::{GeometricSampler, LN_4};
 use crate::error::Result;
 use crate::shared_tables::SharedTables;
 
@@ -51,8 +51,8 @@ struct Tables {
 }
 
 /// Tables built once per `s` and shared (see `crate::shared_tables`); at
-/// most 64 of them, 128 KiB each at most.
-static TABLES: SharedTables<u64, Tables> = SharedTables::with_capacity(64);
+/// most 32 of them, 700 KiB each at most.
+static TABLES: SharedTables<u64, Tables> = SharedTables::with_capacity(32);
 
 #[derive(Debug, Clone)]
 enum Strategy {
@@ -75,14 +75,31 @@ struct BlockedTables {
     blocks: AliasTable,
     half: i64,
     block_bits: u32,
-    /// The offset within a block: geometric of ratio `s` truncated to `0..M`.
-    offset: AliasTable,
+    /// Threshold bits of the block's look-up taken from the draw's word.
+    block_known: u32,
+    offset: Offsets,
     /// How many blocks beyond the first tail block: geometric of ratio `s·M`.
     blocks_beyond: GeometricSampler,
-    /// Threshold bits of the offset's look-up taken from the draw's word
-    /// (half of what the two columns leave; the block's look-up gets the rest).
-    offset_known: u32,
 }
+
+/// The offset within a block of `M = 2^m`: the geometric of ratio `s`
+/// truncated to `0..M`. Up to `2^f` cells (`f` = 12 or 14) it is one table;
+/// beyond, two: `offset = coarse·2^f + fine` with `fine` truncated to
+/// `0..2^f` at ratio `s` and `coarse` to `0..M/2^f` at ratio `s·2^f`, which
+/// is exact, since `α^(coarse·2^f + fine)` factors into the two.
+#[derive(Debug, Clone)]
+struct Offsets {
+    fine: AliasTable,
+    coarse: Option<AliasTable>,
+    /// Threshold bits of each look-up taken from the draw's word.
+    known: u32,
+    /// How many bits of the word the offset reads.
+    field_bits: u32,
+}
+
+/// Blocks may hold up to `2^MAX_OFFSET_BITS` values (two offset tables,
+/// of `2^14` and `2^12` cells).
+const MAX_OFFSET_BITS: u32 = 26;
 
 /// The direct table needs `P(|Z| > T) ≤ e^(−4.2)` with `2T + 2 ≤ 4096` cells.
 const DIRECT_TABLE_MIN_S: f64 = 8.4 / (1u64 << MAX_DIRECT_BITS) as f64;
@@ -168,7 +185,12 @@ impl TwoSidedGeometricSampler {
             Strategy::Blocked(blocked) => {
                 let depth = shift.div_ceil(1 << blocked.block_bits);
                 blocked.blocks.log_spread()
-                    + blocked.offset.log_spread()
+                    + blocked.offset.fine.log_spread()
+                    + blocked
+                        .offset
+                        .coarse
+                        .as_ref()
+                        .map_or(0.0, AliasTable::log_spread)
                     + tail_term(&blocked.blocks_beyond, depth)
             }
         };
@@ -204,7 +226,7 @@ impl TwoSidedGeometricSampler {
             Strategy::Direct(direct) => {
                 direct.draw(u64::from(rng.next_u32()), &self.tables.magnitude, rng)
             }
-            Strategy::Blocked(blocked) => blocked.draw(rng.next_u64(), rng),
+            Strategy::Blocked(blocked) => blocked.sample(rng),
             Strategy::SignMagnitude => self.sample_sign_magnitude(rng),
         }
     }
@@ -221,12 +243,37 @@ impl TwoSidedGeometricSampler {
     /// assert!(draws.iter().any(|&z| z != 0));
     /// ```
     pub fn sample_into<R: Rng + ?Sized>(&self, out: &mut [i64], rng: &mut R) {
+        self.combine_into(out, rng, |_, draw| draw);
+    }
+
+    /// Adds an independent draw to each value, saturating at the ends of
+    /// `i64`, in one tight loop.
+    ///
+    /// ```
+    /// use dpkit_core::sampling::TwoSidedGeometricSampler;
+    /// use dpkit_core::rng::InsecureSeededRng;
+    /// let noise = TwoSidedGeometricSampler::new(0.5).unwrap();
+    /// let mut counts = vec![100i64; 1000];
+    /// noise.add_into(&mut counts, &mut InsecureSeededRng::from_seed_for_testing(1));
+    /// assert!(counts.iter().any(|&c| c != 100));
+    /// ```
+    pub fn add_into<R: Rng + ?Sized>(&self, values: &mut [i64], rng: &mut R) {
+        self.combine_into(values, rng, i64::saturating_add);
+    }
+
+    /// Replaces each `x` of `out` by `combine(x, draw)`.
+    fn combine_into<R: Rng + ?Sized>(
+        &self,
+        out: &mut [i64],
+        rng: &mut R,
+        combine: impl Fn(i64, i64) -> i64,
+    ) {
         match &self.tables.strategy {
-            Strategy::Direct(direct) => direct.draw_all(out, &self.tables.magnitude, rng),
-            Strategy::Blocked(blocked) => blocked.draw_all(out, rng),
+            Strategy::Direct(direct) => direct.draw_all(out, &self.tables.magnitude, rng, combine),
+            Strategy::Blocked(blocked) => blocked.draw_all(out, rng, combine),
             Strategy::SignMagnitude => {
-                for draw in out {
-                    *draw = self.sample_sign_magnitude(rng);
+                for x in out {
+                    *x = combine(*x, self.sample_sign_magnitude(rng));
                 }
             }
         }
@@ -271,8 +318,10 @@ impl DirectTable {
         out: &mut [i64],
         magnitude: &GeometricSampler,
         rng: &mut R,
+        combine: impl Fn(i64, i64) -> i64,
     ) {
-        fill_from_halves(out, rng, |field, rng| self.draw(field, magnitude, rng));
+        let draw = |field, rng: &mut R| self.draw(field, magnitude, rng);
+        fill_from_halves(out, rng, draw, combine);
     }
 
     /// The draw that a 32-bit `field` of uniform bits selects (see
@@ -300,18 +349,30 @@ impl DirectTable {
 }
 
 impl BlockedTables {
-    /// `None` when `s` is too small for a block table of at most 4096 cells.
+    /// `None` when `s` is too small for a block table of at most `2^16`
+    /// cells with blocks of at most `2^26` values.
     fn new(s: f64) -> Result<Option<Self>> {
-        // Blocks of M = 2^m with s·M ≥ ln 4 where possible (as the geometric's finest level).
-        let block_bits = ((LN_4 / s).log2().ceil().max(1.0) as u32).min(MAX_BLOCK_BITS);
-        let block = (1u64 << block_bits) as f64;
-        let block_ratio = s * block;
-        let half = (TAIL_EXPONENT / block_ratio).ceil() as i64;
-        let cells = 2 * half + 2;
-        let bits = (cells as f64).log2().ceil() as u32;
-        if bits > MAX_BLOCK_BITS {
+        // Blocks of M = 2^m with s·M ≥ ln 4 where possible (as the
+        // geometric's finest level), in the first layout that fits, from the
+        // smallest tables (fastest to read) to the largest.
+        let wanted = (LN_4 / s).log2().ceil().max(1.0) as u32;
+        // (bits of M at most, of the fine offset table, of the block table):
+        // measured fastest first.
+        let layouts = [
+            (12, 12, 12),
+            (14, 14, 16),
+            (24, 12, 12),
+            (MAX_OFFSET_BITS, 14, 16),
+        ];
+        let Some((block_bits, fine_cap)) = layouts.iter().find_map(|&(offset_cap, fine, table)| {
+            let block_bits = wanted.min(offset_cap);
+            (Self::block_table_bits(s, block_bits) <= table).then_some((block_bits, fine))
+        }) else {
             return Ok(None);
-        }
+        };
+        let block_ratio = s * (1u64 << block_bits) as f64;
+        let half = (TAIL_EXPONENT / block_ratio).ceil() as i64;
+        let bits = Self::block_table_bits(s, block_bits);
         // P(block q) = c·S·α^(qM) for q ≥ 0 and c·S·α^((|q|−1)M + 1) for q < 0,
         // with c = tanh(s/2) = P(Z = 0) and S = Σ_{r<M} α^r; the tails sum these.
         let log_common =
@@ -332,12 +393,15 @@ impl BlockedTables {
                 f64::NEG_INFINITY
             }
         });
-        let (Some(blocks), Some(offset)) = (blocks, AliasTable::truncated_geometric(s, block_bits))
-        else {
+        // The word's bits beyond the columns are shared by the look-ups.
+        let lookups = if block_bits > fine_cap { 3 } else { 2 };
+        let known = (64 - bits - block_bits) / lookups;
+        let offset = Offsets::new(s, block_bits, fine_cap, known);
+        let (Some(blocks), Some(offset)) = (blocks, offset) else {
             return Ok(None);
         };
         Ok(Some(Self {
-            offset_known: (64 - bits - block_bits) / 2,
+            block_known: 64 - bits - offset.field_bits,
             blocks,
             half,
             block_bits,
@@ -346,27 +410,57 @@ impl BlockedTables {
         }))
     }
 
+    /// One draw.
+    fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
+        let word = rng.next_u64();
+        if self.offset.coarse.is_some() {
+            self.draw::<true, R>(word, rng)
+        } else {
+            self.draw::<false, R>(word, rng)
+        }
+    }
+
+    /// Bits of the block table for blocks of `2^block_bits`: its `2·half + 2`
+    /// cells, with `half` blocks on each side before the tails.
+    fn block_table_bits(s: f64, block_bits: u32) -> u32 {
+        let half = (TAIL_EXPONENT / (s * (1u64 << block_bits) as f64)).ceil();
+        (2.0 * half + 2.0).log2().ceil() as u32
+    }
+
     /// Fills `out` with draws (a loop of its own, so that the tables'
     /// addresses and sizes stay in registers across it).
     #[inline(never)]
-    fn draw_all<R: Rng + ?Sized>(&self, out: &mut [i64], rng: &mut R) {
-        for draw in out.iter_mut() {
-            *draw = self.draw(rng.next_u64(), rng);
+    fn draw_all<R: Rng + ?Sized>(
+        &self,
+        out: &mut [i64],
+        rng: &mut R,
+        combine: impl Fn(i64, i64) -> i64,
+    ) {
+        // One loop per table count, so that the one-table loop has no trace
+        // of the second.
+        if self.offset.coarse.is_some() {
+            for x in out.iter_mut() {
+                *x = combine(*x, self.draw::<true, R>(rng.next_u64(), rng));
+            }
+        } else {
+            for x in out.iter_mut() {
+                *x = combine(*x, self.draw::<false, R>(rng.next_u64(), rng));
+            }
         }
     }
 
     /// The draw that `word` selects: its high bits pick the block, its low
-    /// `block_bits + offset_known` bits the offset (see
-    /// [`AliasTable::cell_lazy`]); the tails' words come from `rng`.
+    /// bits the offset (see [`AliasTable::cell_lazy`]); the tails' words
+    /// come from `rng`.
+    /// `COARSE` says whether the offset has two tables.
     #[inline(always)]
-    fn draw<R: Rng + ?Sized>(&self, word: u64, rng: &mut R) -> i64 {
-        let offset_field_bits = self.block_bits + self.offset_known;
-        let block_known = 64 - offset_field_bits - self.blocks.block_bits();
+    fn draw<const COARSE: bool, R: Rng + ?Sized>(&self, word: u64, rng: &mut R) -> i64 {
+        let offset_bits = self.offset.field_bits;
         let cell = self
             .blocks
-            .cell_lazy(word >> offset_field_bits, block_known, rng) as i64;
-        let offset_field = word & ((1u64 << offset_field_bits) - 1);
-        let offset = self.offset.cell_lazy(offset_field, self.offset_known, rng) as i64;
+            .cell_lazy(word >> offset_bits, self.block_known, rng) as i64;
+        let offset_field = word & ((1u64 << offset_bits) - 1);
+        let offset = self.offset.draw::<COARSE, R>(offset_field, rng) as i64;
         let block = if cell < 2 * self.half {
             cell - self.half
         } else {
@@ -390,6 +484,108 @@ impl BlockedTables {
             self.half + beyond
         } else {
             -self.half - 1 - beyond
+        }
+    }
+}
+
+impl Offsets {
+    /// The tables for blocks of `2^bits`, the fine one of at most
+    /// `2^fine_cap` cells, each look-up taking `known` threshold bits from
+    /// the word.
+    fn new(s: f64, bits: u32, fine_cap: u32, known: u32) -> Option<Self> {
+        let fine_bits = bits.min(fine_cap);
+        let fine = AliasTable::truncated_geometric(s, fine_bits)?;
+        let coarse = match bits - fine_bits {
+            0 => None,
+            coarse_bits => Some(AliasTable::truncated_geometric(
+                s * (1u64 << fine_bits) as f64,
+                coarse_bits,
+            )?),
+        };
+        let coarse_bits = coarse.as_ref().map_or(0, |c| c.block_bits() + known);
+        Some(Self {
+            field_bits: fine.block_bits() + known + coarse_bits,
+            fine,
+            coarse,
+            known,
+        })
+    }
+
+    /// The sum of the tables' spreads: the offset's probability is the
+    /// product of theirs, so its `ln(realised/ideal)` is the sum of theirs.
+    fn log_spread(&self) -> f64 {
+        self.fine.log_spread() + self.coarse.as_ref().map_or(0.0, AliasTable::log_spread)
+    }
+
+    /// The offset that the low `field_bits()` bits of `field` select;
+    /// `COARSE` must say whether there are two tables.
+    #[inline(always)]
+    fn draw<const COARSE: bool, R: Rng + ?Sized>(&self, field: u64, rng: &mut R) -> u64 {
+        let fine_bits = self.fine.block_bits() + self.known;
+        let fine = self
+            .fine
+            .cell_lazy(field & ((1u64 << fine_bits) - 1), self.known, rng);
+        match (COARSE, &self.coarse) {
+            (false, _) | (true, None) => fine,
+            (true, Some(coarse)) => {
+                let high = coarse.cell_lazy(field >> fine_bits, self.known, rng);
+                high << self.fine.block_bits() | fine
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout chosen for `s`: direct (cells), blocked (block table
+    /// bits, offset table bits), or sign-magnitude.
+    fn layout(s: f64) -> String {
+        let sampler = TwoSidedGeometricSampler::new(s).unwrap();
+        match &sampler.tables.strategy {
+            Strategy::Direct(direct) => format!("direct {}", direct.table.block_bits()),
+            Strategy::Blocked(b) => {
+                let coarse = b.offset.coarse.as_ref().map_or(0, AliasTable::block_bits);
+                let fine = b.offset.fine.block_bits();
+                format!("blocked {} {fine}+{coarse}", b.blocks.block_bits())
+            }
+            Strategy::SignMagnitude => "sign-magnitude".into(),
+        }
+    }
+
+    #[test]
+    fn each_s_gets_the_layout_the_distribution_tests_expect() {
+        let expected = [
+            (0.9, "direct 4"),
+            (0.05, "direct 8"),
+            (1e-3, "direct 14"),
+            (3e-4, "blocked 4 12+0"),
+            (2e-7, "blocked 12 14+0"),
+            (3e-9, "blocked 8 12+12"),
+            (3e-11, "blocked 13 14+12"),
+            (1e-13, "sign-magnitude"),
+        ];
+        for (s, layout_name) in expected {
+            assert_eq!(layout(s), layout_name, "s = {s}");
+        }
+    }
+
+    #[test]
+    fn every_blocked_layout_reads_one_word_with_room_for_each_threshold() {
+        for s in [3e-4, 2e-7, 3e-9, 3e-11] {
+            let sampler = TwoSidedGeometricSampler::new(s).unwrap();
+            let Strategy::Blocked(b) = &sampler.tables.strategy else {
+                panic!("s = {s} is blocked")
+            };
+            assert_eq!(
+                b.blocks.block_bits() + b.block_known + b.offset.field_bits,
+                64
+            );
+            assert!(
+                b.offset.known >= 7 && b.block_known >= b.offset.known,
+                "s = {s}"
+            );
         }
     }
 }

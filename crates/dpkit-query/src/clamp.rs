@@ -1,5 +1,7 @@
-//! `dpkit_clamp(value, low, high)`: clamps a Float64 column to public bounds
-//! in one vectorised pass (NULL stays NULL, NaN becomes `low`).
+//! `dpkit_clamp(value, low, high[, centre])`: clamps a Float64 column to
+//! public bounds in one vectorised pass (NULL stays NULL, NaN becomes
+//! `low`), and subtracts `centre` in the same pass when given (what
+//! `dpkit_clamp(value, low, high) - centre` computes, without a second array).
 //!
 //! DataFusion's `CASE WHEN v < low THEN low WHEN v > high THEN high ELSE v
 //! END` gives the same result, but it builds two masks and merges arrays.
@@ -14,7 +16,8 @@ use datafusion::arrow::array::{Array, AsArray, Float64Array};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::common::{DataFusionError, ScalarValue};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, lit,
+    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility, lit,
 };
 
 /// The clamp function.
@@ -55,21 +58,26 @@ impl ScalarUDFImpl for ClampToBounds {
         &self,
         args: ScalarFunctionArgs,
     ) -> datafusion::common::Result<ColumnarValue> {
-        let [value, low, high] = args.args.as_slice() else {
-            return Err(DataFusionError::Plan(
-                "dpkit_clamp takes (value, low, high)".into(),
-            ));
+        let (value, low, high, centre) = match args.args.as_slice() {
+            [value, low, high] => (value, low, high, 0.0),
+            [value, low, high, centre] => (value, low, high, bound(centre, "centre")?),
+            _ => {
+                return Err(DataFusionError::Plan(
+                    "dpkit_clamp takes (value, low, high[, centre])".into(),
+                ));
+            }
         };
         let (low, high) = (bound(low, "low")?, bound(high, "high")?);
+        let map = |x: f64| clamp_value(x, low, high) - centre;
         Ok(match value {
             ColumnarValue::Array(array) => {
                 let values = array.as_primitive::<Float64Type>();
-                let clamped: Float64Array = values.unary(|x| clamp_value(x, low, high));
+                let clamped: Float64Array = values.unary(map);
                 debug_assert_eq!(clamped.null_count(), values.null_count());
                 ColumnarValue::Array(Arc::new(clamped))
             }
             ColumnarValue::Scalar(ScalarValue::Float64(x)) => {
-                ColumnarValue::Scalar(ScalarValue::Float64(x.map(|x| clamp_value(x, low, high))))
+                ColumnarValue::Scalar(ScalarValue::Float64(x.map(map)))
             }
             ColumnarValue::Scalar(other) => {
                 return Err(DataFusionError::Plan(format!(
@@ -81,15 +89,27 @@ impl ScalarUDFImpl for ClampToBounds {
     }
 }
 
-/// `dpkit_clamp(value, low, high)` as an expression; `value` must be Float64.
-pub(crate) fn clamp_to_bounds(value: Expr, low: f64, high: f64) -> Expr {
-    let function = ScalarUDF::from(ClampToBounds {
-        signature: Signature::exact(
-            vec![DataType::Float64, DataType::Float64, DataType::Float64],
+/// The function, for three arguments or four.
+fn clamp_function() -> ScalarUDF {
+    let three = vec![DataType::Float64; 3];
+    let four = vec![DataType::Float64; 4];
+    ScalarUDF::from(ClampToBounds {
+        signature: Signature::one_of(
+            vec![TypeSignature::Exact(three), TypeSignature::Exact(four)],
             Volatility::Immutable,
         ),
-    });
-    function.call(vec![value, lit(low), lit(high)])
+    })
+}
+
+/// `dpkit_clamp(value, low, high)` as an expression; `value` must be Float64.
+pub(crate) fn clamp_to_bounds(value: Expr, low: f64, high: f64) -> Expr {
+    clamp_function().call(vec![value, lit(low), lit(high)])
+}
+
+/// `dpkit_clamp(value, low, high, centre)`: the clamped value minus
+/// `centre`, exactly as the `f64` subtraction after the clamp rounds it.
+pub(crate) fn clamp_and_centre(value: Expr, low: f64, high: f64, centre: f64) -> Expr {
+    clamp_function().call(vec![value, lit(low), lit(high), lit(centre)])
 }
 
 #[cfg(test)]

@@ -13,12 +13,15 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array,
+};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Float64Type};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, Expr, Signature, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature,
+    Volatility,
 };
 
 /// Grid steps per bound: 2^30 (the bound itself is rounded out to the grid).
@@ -76,6 +79,23 @@ impl AggregateUDFImpl for ExactSum {
         }))
     }
 
+    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
+        true
+    }
+
+    /// All groups' sums in one vector, updated row by row: DataFusion's
+    /// adapter around [`ExactSumAccumulator`] would sort and slice every
+    /// batch by group first.
+    fn create_groups_accumulator(
+        &self,
+        _args: AccumulatorArgs,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        Ok(Box::new(ExactSumGroups {
+            exponent: self.exponent,
+            steps: Vec::new(),
+        }))
+    }
+
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         Ok(vec![Arc::new(Field::new(
             format!("{}[steps]", args.name),
@@ -91,17 +111,38 @@ struct ExactSumAccumulator {
     steps: i128,
 }
 
+/// The grid steps of `value` (`value · inverse` rounded to the nearest
+/// integer, ties upwards, saturating at the ends of `i64`), or 0 for a value
+/// that is not finite (the clamp before this never lets NaN through).
+#[inline]
+fn grid_steps(value: f64, inverse: f64) -> i128 {
+    let shifted = value * inverse + 0.5;
+    if !shifted.is_finite() {
+        return 0;
+    }
+    // Beyond 2^52 every double is a whole number: its floor is itself, cast
+    // saturating (bounds up to 1e308 reach here).
+    if shifted.abs() >= 4_503_599_627_370_496.0 {
+        return i128::from(shifted as i64);
+    }
+    // ⌊shifted⌋ without a libm call: truncate, then step down for negatives.
+    let truncated = shifted as i64;
+    i128::from(truncated - i64::from(truncated as f64 > shifted))
+}
+
+/// A sum of grid steps as the `f64` it stands for, the step count first
+/// clamped to ±2^53. Clamping is a fixed 1-Lipschitz map: it never moves
+/// two sums further apart. Within it, the product is exact.
+fn steps_value(steps: i128, exponent: i32) -> f64 {
+    steps.clamp(-MAX_STEPS, MAX_STEPS) as f64 * 2f64.powi(exponent)
+}
+
 impl Accumulator for ExactSumAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let inverse = 2f64.powi(-self.exponent);
         let values = values[0].as_primitive::<Float64Type>();
         for value in values.iter().flatten() {
-            // Values are clamped to bounds below 2^62 steps; NaN is not
-            // summed (the clamp before this never lets one through).
-            let scaled = value * inverse;
-            if scaled.is_finite() {
-                self.steps += (scaled + 0.5).floor() as i64 as i128;
-            }
+            self.steps += grid_steps(value, inverse);
         }
         Ok(())
     }
@@ -121,15 +162,106 @@ impl Accumulator for ExactSumAccumulator {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        // Clamping the step count is a fixed 1-Lipschitz map: it never moves
-        // two sums further apart. Within it, the product is exact.
-        let steps = self.steps.clamp(-MAX_STEPS, MAX_STEPS) as f64;
-        Ok(ScalarValue::Float64(Some(steps * 2f64.powi(self.exponent))))
+        Ok(ScalarValue::Float64(Some(steps_value(
+            self.steps,
+            self.exponent,
+        ))))
     }
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self)
     }
+}
+
+/// Every group's sum of grid steps (see [`ExactSumAccumulator`]).
+#[derive(Debug)]
+struct ExactSumGroups {
+    exponent: i32,
+    steps: Vec<i128>,
+}
+
+impl GroupsAccumulator for ExactSumGroups {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.steps.resize(total_num_groups, 0);
+        let inverse = 2f64.powi(-self.exponent);
+        let values = values[0].as_primitive::<Float64Type>();
+        let counted = |row: usize| counted(values, opt_filter, row);
+        if values.null_count() == 0 && opt_filter.is_none() {
+            for (&value, &group) in values.values().iter().zip(group_indices) {
+                self.steps[group] += grid_steps(value, inverse);
+            }
+        } else {
+            for (row, &group) in group_indices.iter().enumerate() {
+                if counted(row) {
+                    self.steps[group] += grid_steps(values.value(row), inverse);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let steps = emit_to.take_needed(&mut self.steps);
+        let sums: Float64Array = steps
+            .into_iter()
+            .map(|s| steps_value(s, self.exponent))
+            .collect();
+        Ok(Arc::new(sums))
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        let steps = emit_to.take_needed(&mut self.steps);
+        let state = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
+        Ok(vec![Arc::new(state)])
+    }
+
+    fn merge_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.steps.resize(total_num_groups, 0);
+        let partial = values[0].as_primitive::<Decimal128Type>();
+        for (row, &group) in group_indices.iter().enumerate() {
+            if partial.is_valid(row) {
+                self.steps[group] = self.steps[group].saturating_add(partial.value(row));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each row's own state: its grid steps, or NULL (summed as nothing)
+    /// for a NULL or filtered-out row.
+    fn convert_to_state(
+        &self,
+        values: &[ArrayRef],
+        opt_filter: Option<&BooleanArray>,
+    ) -> Result<Vec<ArrayRef>> {
+        let inverse = 2f64.powi(-self.exponent);
+        let values = values[0].as_primitive::<Float64Type>();
+        let state: Decimal128Array = (0..values.len())
+            .map(|row| {
+                counted(values, opt_filter, row).then(|| grid_steps(values.value(row), inverse))
+            })
+            .collect();
+        Ok(vec![Arc::new(state.with_precision_and_scale(38, 0)?)])
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.steps.capacity() * std::mem::size_of::<i128>()
+    }
+}
+
+/// Whether `row` is summed: not NULL, and kept by the filter if any.
+fn counted(values: &Float64Array, opt_filter: Option<&BooleanArray>, row: usize) -> bool {
+    values.is_valid(row) && opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row))
 }
 
 /// `dpkit_exact_sum(value)` on the grid `2^exponent`; `value` is Float64.
@@ -155,6 +287,102 @@ mod tests {
         let out = round_out_to_grid(0.3, exponent);
         assert!(out >= 0.3 && out - 0.3 <= 2f64.powi(exponent));
         assert_eq!(round_out_to_grid(-0.3, exponent), -out);
+    }
+
+    #[test]
+    fn grid_steps_round_ties_up_and_saturate_like_floor() {
+        for value in [
+            0.49,
+            0.5,
+            -0.5,
+            -0.51,
+            2.5,
+            -2.5,
+            1e15 + 0.5,
+            -7.0,
+            1e300,
+            -1e300,
+        ] {
+            let expected = i128::from((value + 0.5f64).floor() as i64);
+            assert_eq!(grid_steps(value, 1.0), expected, "{value}");
+        }
+        assert_eq!(grid_steps(f64::NAN, 1.0), 0);
+    }
+
+    #[test]
+    fn grouped_sums_equal_the_one_group_sums_whatever_the_batches() {
+        let exponent = summation_grid(100.0);
+        let values: Vec<f64> = (0..1000)
+            .map(|i| (i as f64 * 0.731).sin() * 100.0)
+            .collect();
+        let groups: Vec<usize> = (0..1000).map(|i| i % 3).collect();
+        let array = |v: &[f64]| -> ArrayRef { Arc::new(Float64Array::from(v.to_vec())) };
+        let mut grouped = ExactSumGroups {
+            exponent,
+            steps: Vec::new(),
+        };
+        grouped
+            .update_batch(&[array(&values[..400])], &groups[..400], None, 3)
+            .unwrap();
+        // A second accumulator's state, merged in.
+        let mut other = ExactSumGroups {
+            exponent,
+            steps: Vec::new(),
+        };
+        other
+            .update_batch(&[array(&values[400..])], &groups[400..], None, 3)
+            .unwrap();
+        let state = other.state(EmitTo::All).unwrap();
+        grouped.merge_batch(&state, &[0, 1, 2], 3).unwrap();
+        let sums = grouped.evaluate(EmitTo::All).unwrap();
+        for group in 0..3 {
+            let mut single = ExactSumAccumulator { exponent, steps: 0 };
+            let mine: Vec<f64> = (0..1000)
+                .filter(|i| i % 3 == group)
+                .map(|i| values[i])
+                .collect();
+            single.update_batch(&[array(&mine)]).unwrap();
+            let ScalarValue::Float64(Some(expected)) = single.evaluate().unwrap() else {
+                panic!("a sum")
+            };
+            assert_eq!(sums.as_primitive::<Float64Type>().value(group), expected);
+        }
+    }
+
+    #[test]
+    fn nulls_and_filtered_rows_add_nothing_in_groups_and_in_row_states() {
+        let exponent = summation_grid(10.0);
+        let values: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(1.0),
+            None,
+            Some(4.0),
+            Some(8.0),
+        ]));
+        let filter = BooleanArray::from(vec![Some(true), Some(true), None, Some(true)]);
+        let mut grouped = ExactSumGroups {
+            exponent,
+            steps: Vec::new(),
+        };
+        grouped
+            .update_batch(
+                std::slice::from_ref(&values),
+                &[0, 0, 1, 1],
+                Some(&filter),
+                2,
+            )
+            .unwrap();
+        let sums = grouped.evaluate(EmitTo::All).unwrap();
+        assert_eq!(
+            sums.as_primitive::<Float64Type>().values().to_vec(),
+            [1.0, 8.0]
+        );
+        let rows = grouped.convert_to_state(&[values], Some(&filter)).unwrap();
+        let rows = rows[0].as_primitive::<Decimal128Type>();
+        assert_eq!(
+            rows.null_count(),
+            2,
+            "the NULL value and the row the filter drops"
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@
 pub mod audit;
 mod cells;
 mod clamp;
+mod cut_text;
 pub mod description;
 pub mod engine;
 pub mod error;

@@ -220,9 +220,7 @@ async fn register_view(context: &SessionContext, description: &Description) -> R
             }
             let typed = try_cast(column(name), declared_type(kind));
             let bounded = match kind {
-                ColumnKind::Text => {
-                    datafusion::functions::unicode::expr_fn::left(typed, lit(MAX_TEXT_CHARS))
-                }
+                ColumnKind::Text => crate::cut_text::cut_text(typed),
                 _ => typed,
             };
             bounded.alias(name)

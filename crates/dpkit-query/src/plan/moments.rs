@@ -4,12 +4,12 @@
 //! count's error then weighs only by how far the mean lies from the middle.
 
 use datafusion::functions_aggregate::expr_fn::count;
-use datafusion::logical_expr::{Expr, lit};
+use datafusion::logical_expr::Expr;
 
 use super::aggregates::{Bounded, Measured, add_sum};
 use super::bounds::Range;
 use super::{AggregateKind, Dispersion, Measurement};
-use crate::clamp::clamp_to_bounds;
+use crate::clamp::clamp_and_centre;
 use crate::error::Result;
 use crate::exact_sum::summation_grid;
 
@@ -35,7 +35,7 @@ fn centre_of(range: Range) -> f64 {
 fn centred(argument: &Bounded) -> (Expr, Range, f64) {
     let range = argument.range;
     let centre = centre_of(range);
-    let value = clamp_to_bounds(argument.value.clone(), range.low, range.high) - lit(centre);
+    let value = clamp_and_centre(argument.value.clone(), range.low, range.high, centre);
     let centred = Range {
         low: range.low - centre,
         high: range.high - centre,

@@ -10,14 +10,14 @@ use crate::lattice::Lattice;
 use crate::sampling::TwoSidedGeometricSampler;
 
 /// Grid points per `min(Δ, λ)`: at least 2^10 (rounding moves a value by at
-/// most λ/2048), few enough that one alias table of ≤ 4096 cells covers a scale.
+/// most λ/2048), few enough that one alias table of at most 2^14 cells covers the noise's body.
 const RESOLUTION_BITS: i32 = 10;
 
 /// The Laplace mechanism: density `e^(−|x|/λ)/(2λ)`, `λ = Δ/ε` (reference §Laplace).
 ///
 /// # Privacy
 /// Exactly ε-DP, floating point included. The true value is rounded to a grid
-/// of spacing `g = 2^k ≤ min(Δ, λ)/4096` and moved by `g·Z`, where `Z` is a
+/// of spacing `g = 2^k ≤ min(Δ, λ)/1024` and moved by `g·Z`, where `Z` is a
 /// two-sided geometric with `P(Z = z) ∝ e^(−s|z|)` and `s = ε(1 − 10⁻⁶)/⌈Δ/g⌉`:
 /// the discrete Laplace, which on this grid is the Laplace distribution
 /// sampled at grid points. Outputs are grid points for every input, and every

@@ -78,7 +78,7 @@ impl AliasTable {
             numerators[column] += u128::from(keep[column]);
             numerators[alias[column] as usize] += u128::from(full - keep[column]);
         }
-        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+        let (mut low, mut high, mut magnitude) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
         for (cell, &numerator) in numerators.iter().enumerate() {
             let ideal = ideal_log(cell);
             if ideal == f64::NEG_INFINITY {
@@ -91,7 +91,11 @@ impl AliasTable {
             let realised = (numerator as f64).ln() - 63.0 * LN_2;
             low = low.min(realised - ideal);
             high = high.max(realised - ideal);
+            magnitude = magnitude.max(realised.abs() + ideal.abs());
         }
+        // The f64 logarithms and differences above err by a few ulps of the
+        // numbers involved; the spread is widened by more than that.
+        let rounding = 8.0 * f64::EPSILON * magnitude;
         let entries = keep
             .iter()
             .zip(&alias)
@@ -100,7 +104,7 @@ impl AliasTable {
         Some(Self {
             block_bits,
             entries,
-            log_spread: high - low,
+            log_spread: high - low + 2.0 * rounding,
         })
     }
 

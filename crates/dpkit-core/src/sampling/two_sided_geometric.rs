@@ -14,13 +14,14 @@ use crate::shared_tables::SharedTables;
 /// # Sampling
 /// Three exact strategies, picked by `s`, all built from alias tables whose
 /// realised probabilities are known to the last bit:
-/// * **direct** (`s ≥ 8.4/4096`): one table holds the values `−T..=T` and,
-///   as the last cell, the tail `|Z| > T` (mass ≤ e^(−4.2)); one word per draw.
-/// * **blocked** (down to `s ≈ 5·10⁻⁷`): `Z = q·M + r` with `M = 2^m` and
-///   `r = Z mod M`. One table picks the block `q` (or one of two tails), a
-///   second the offset: for `q ≥ 0` the offset is a geometric truncated to
-///   `0..M`, for `q < 0` the same variable read from the block's other end.
-///   Two words per draw.
+/// * **direct** (`s ≥ 8.4/2^14`): one table of at most 2^14 cells holds the
+///   values `−T..=T` and, as the last cell, the tail `|Z| > T` (mass
+///   ≤ e^(−4.2)); two draws per random word.
+/// * **blocked** (down to `s ≈ 2·10⁻¹²`): `Z = q·M + r` with `M = 2^m` and
+///   `r = Z mod M`. One table picks the block `q` (or one of two tails), one
+///   or two more the offset: for `q ≥ 0` the offset is a geometric truncated
+///   to `0..M`, for `q < 0` the same variable read from the block's other
+///   end. One word per draw.
 /// * **sign-magnitude** (smaller `s`): a sign bit and a [`GeometricSampler`]
 ///   magnitude, rejecting "minus zero".
 ///
@@ -101,7 +102,7 @@ struct Offsets {
 /// of `2^14` and `2^12` cells).
 const MAX_OFFSET_BITS: u32 = 26;
 
-/// The direct table needs `P(|Z| > T) ≤ e^(−4.2)` with `2T + 2 ≤ 4096` cells.
+/// The direct table needs `P(|Z| > T) ≤ e^(−4.2)` with `2T + 2 ≤ 2^14` cells.
 const DIRECT_TABLE_MIN_S: f64 = 8.4 / (1u64 << MAX_DIRECT_BITS) as f64;
 /// The direct table has at most `2^MAX_DIRECT_BITS` cells (128 KiB).
 const MAX_DIRECT_BITS: u32 = 14;
@@ -466,9 +467,15 @@ impl BlockedTables {
         } else {
             self.tail_block(cell, rng)
         };
-        // For q < 0 the offset is read from the block's other end:
-        // `(M − 1) − offset`, which for `0 ≤ offset < M` is `offset XOR (M − 1)`
-        // (no branch on the sign, which is a coin flip).
+        self.value(block, offset)
+    }
+
+    /// The value in block `q` at offset `offset`: for q < 0 the offset is
+    /// read from the block's other end, `(M − 1) − offset`, which for
+    /// `0 ≤ offset < M` is `offset XOR (M − 1)` (no branch on the sign,
+    /// which is a coin flip).
+    #[inline(always)]
+    fn value(&self, block: i64, offset: i64) -> i64 {
         let negative_mask = block >> 63;
         let last_offset = (1i64 << self.block_bits) - 1;
         (block << self.block_bits) + (offset ^ (negative_mask & last_offset))
@@ -562,6 +569,7 @@ mod tests {
             (1e-3, "direct 14"),
             (3e-4, "blocked 4 12+0"),
             (2e-7, "blocked 12 14+0"),
+            (1e-8, "blocked 16 14+0"),
             (3e-9, "blocked 8 12+12"),
             (3e-11, "blocked 13 14+12"),
             (1e-13, "sign-magnitude"),
@@ -572,8 +580,36 @@ mod tests {
     }
 
     #[test]
+    fn blocks_and_offsets_cover_every_body_value_exactly_once() {
+        // q ∈ −half..half and offsets 0..M must give each of
+        // −half·M..half·M once, with the ideal probability's shape:
+        // offset 0 of a block is its value nearest 0.
+        for s in [3e-4, 2e-3 / 4096.0] {
+            let sampler = TwoSidedGeometricSampler::new(s).unwrap();
+            let Strategy::Blocked(b) = &sampler.tables.strategy else {
+                panic!("s = {s} is blocked")
+            };
+            let size = 1i64 << b.block_bits;
+            let lowest = -b.half * size;
+            let mut seen = vec![false; (2 * b.half * size) as usize];
+            for q in -b.half..b.half {
+                for offset in 0..size {
+                    let index = (b.value(q, offset) - lowest) as usize;
+                    assert!(!seen[index], "s = {s}: a value drawn twice");
+                    seen[index] = true;
+                }
+            }
+            assert!(seen.iter().all(|&s| s), "s = {s}: a value never drawn");
+            for q in [-b.half, -1, 0, b.half - 1] {
+                let nearest = (q.abs() - i64::from(q < 0)) * size + i64::from(q < 0);
+                assert_eq!(b.value(q, 0).abs(), nearest, "q = {q}");
+            }
+        }
+    }
+
+    #[test]
     fn every_blocked_layout_reads_one_word_with_room_for_each_threshold() {
-        for s in [3e-4, 2e-7, 3e-9, 3e-11] {
+        for s in [3e-4, 2e-7, 1e-8, 3e-9, 3e-11] {
             let sampler = TwoSidedGeometricSampler::new(s).unwrap();
             let Strategy::Blocked(b) = &sampler.tables.strategy else {
                 panic!("s = {s} is blocked")

@@ -117,17 +117,20 @@ struct ExactSumAccumulator {
 #[inline]
 fn grid_steps(value: f64, inverse: f64) -> i128 {
     let shifted = value * inverse + 0.5;
-    if !shifted.is_finite() {
-        return 0;
+    // The usual case first, in one comparison (false for NaN and ±∞ too):
+    // ⌊shifted⌋ without a libm call, by truncating and stepping down for
+    // negatives.
+    if shifted.abs() < 4_503_599_627_370_496.0 {
+        let truncated = shifted as i64;
+        return i128::from(truncated - i64::from(truncated as f64 > shifted));
     }
     // Beyond 2^52 every double is a whole number: its floor is itself, cast
     // saturating (bounds up to 1e308 reach here).
-    if shifted.abs() >= 4_503_599_627_370_496.0 {
-        return i128::from(shifted as i64);
+    if shifted.is_finite() {
+        i128::from(shifted as i64)
+    } else {
+        0
     }
-    // ⌊shifted⌋ without a libm call: truncate, then step down for negatives.
-    let truncated = shifted as i64;
-    i128::from(truncated - i64::from(truncated as f64 > shifted))
 }
 
 /// A sum of grid steps as the `f64` it stands for, the step count first
@@ -193,8 +196,9 @@ impl GroupsAccumulator for ExactSumGroups {
         let values = values[0].as_primitive::<Float64Type>();
         let counted = |row: usize| counted(values, opt_filter, row);
         if values.null_count() == 0 && opt_filter.is_none() {
+            let steps = &mut self.steps[..total_num_groups];
             for (&value, &group) in values.values().iter().zip(group_indices) {
-                self.steps[group] += grid_steps(value, inverse);
+                steps[group] += grid_steps(value, inverse);
             }
         } else {
             for (row, &group) in group_indices.iter().enumerate() {

@@ -4,6 +4,7 @@
 mod audit;
 mod lab;
 mod query;
+mod serve;
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
@@ -54,6 +55,9 @@ enum Command {
     /// Draft a data description (TOML) from a CSV file's header, for a person
     /// to complete with public bounds and domains.
     Describe(query::DescribeArgs),
+    /// Serve private queries over HTTP to analysts with keys (the curator's
+    /// server), or manage its analysts: `dpkit serve analyst add|list|revoke|budget`.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Parser)]
@@ -288,6 +292,7 @@ fn main() -> ExitCode {
         Command::Query(args) => query::query(args).map(|()| false),
         Command::Budget(args) => query::budget(args).map(|()| false),
         Command::Describe(args) => query::describe(args).map(|()| false),
+        Command::Serve(args) => serve::serve(args).map(|()| false),
     };
     match result {
         Ok(false) => ExitCode::SUCCESS,

@@ -15,7 +15,7 @@ use rand_core::CryptoRng;
 
 use crate::description::Description;
 use crate::error::{QueryError, Result};
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, Once};
 use crate::plan::{Measurement, PrivateQuery, QuantileRole, plan_private};
 use crate::release::{Cells, ExactGroups, ReleaseSettings, ReleasedTable, plan_noise, release};
 use crate::target::{TargetError, smallest_epsilon};
@@ -23,9 +23,32 @@ use crate::target::{TargetError, smallest_epsilon};
 /// Stack of the planning thread (reserved, touched only as deep as used).
 const PLANNING_STACK_BYTES: usize = 256 * 1024 * 1024;
 
+/// Bounds on one query's run, so one heavy query cannot starve the rest.
+/// Exceeding either fails the run like any data-dependent failure: the
+/// cost is kept ([`QueryError::FailedWhileRunning`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    /// The longest a run may take.
+    pub timeout: Option<std::time::Duration>,
+    /// The most memory a run's operators may hold (hash tables, sorts);
+    /// tables held in memory are not counted.
+    pub memory_bytes: Option<usize>,
+}
+
+/// What [`QueryEngine::answer_once`] released.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnceAnswer {
+    /// The answer.
+    pub table: ReleasedTable,
+    /// Whether it is the answer kept from an earlier identical request,
+    /// released again at no cost.
+    pub replay: bool,
+}
+
 /// A dataset opened for private queries.
 pub struct QueryEngine {
     description: Description,
+    limits: RunLimits,
     context: SessionContext,
     runtime: tokio::runtime::Runtime,
     /// The data file, checked before each run: a listing over a vanished
@@ -35,6 +58,9 @@ pub struct QueryEngine {
     view: datafusion::logical_expr::LogicalPlan,
 }
 
+/// The reason a run that ran out of time fails with.
+const TIMED_OUT: &str = "dpkit: the run's time limit";
+
 /// An error while running the plan. Its message may quote rows of the data
 /// file (a value that failed to parse, say), so it is replaced by one
 /// without data. I/O failures do not depend on the data's contents and are
@@ -43,6 +69,12 @@ fn execution_error(error: DataFusionError) -> QueryError {
     match error.find_root() {
         DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => {
             QueryError::Data("the data file could not be read (an I/O failure)".into())
+        }
+        DataFusionError::ResourcesExhausted(reason) if reason == TIMED_OUT => {
+            QueryError::FailedWhileRunning("it ran longer than the time limit".into())
+        }
+        DataFusionError::ResourcesExhausted(_) => {
+            QueryError::FailedWhileRunning("it needed more memory than the limit".into())
         }
         _ => QueryError::FailedWhileRunning(
             "details withheld: they could quote private values".into(),
@@ -70,6 +102,7 @@ impl QueryEngine {
         let source_file = Some(description.file.clone());
         Ok(Self {
             description,
+            limits: RunLimits::default(),
             context,
             runtime,
             source_file,
@@ -88,11 +121,43 @@ impl QueryEngine {
         ))?;
         Ok(Self {
             description,
+            limits: RunLimits::default(),
             context,
             runtime,
             source_file: None,
             view,
         })
+    }
+
+    /// Opens the description's data file and reads it whole into memory.
+    /// Every row is read now, so a file that does not parse is refused here,
+    /// once, rather than failing every query.
+    pub fn open_in_memory(description: Description) -> Result<Self> {
+        let on_disk = Self::open(description)?;
+        let raw = crate::source::raw_table_name(&on_disk.description.table);
+        let unreadable = |_| {
+            QueryError::Data(
+                "the data file does not parse (details withheld: they could quote private values)"
+                    .into(),
+            )
+        };
+        let table = on_disk
+            .block_on(async { on_disk.context.table(raw.as_str()).await?.collect().await })
+            .map_err(unreadable)?;
+        let schema = on_disk
+            .block_on(on_disk.context.table(raw.as_str()))
+            .map_err(unreadable)?
+            .schema()
+            .inner()
+            .clone();
+        let provider =
+            datafusion::datasource::MemTable::try_new(schema, vec![table]).map_err(unreadable)?;
+        Self::with_table(on_disk.description.clone(), Arc::new(provider))
+    }
+
+    /// Sets the limits every later run keeps to.
+    pub fn set_limits(&mut self, limits: RunLimits) {
+        self.limits = limits;
     }
 
     /// The description.
@@ -208,13 +273,26 @@ impl QueryEngine {
         }
         // A panic inside the engine is a failure like any other: never
         // unwound into the caller after the ledger was charged.
+        let context = self.run_context()?;
         let run = std::panic::AssertUnwindSafe(|| {
             self.runtime.block_on(async {
-                self.context
-                    .execute_logical_plan(query.plan.clone())
-                    .await?
-                    .collect()
-                    .await
+                let collect = async {
+                    context
+                        .execute_logical_plan(query.plan.clone())
+                        .await?
+                        .collect()
+                        .await
+                };
+                match self.limits.timeout {
+                    Some(limit) => {
+                        tokio::time::timeout(limit, collect)
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(DataFusionError::ResourcesExhausted(TIMED_OUT.into()))
+                            })
+                    }
+                    None => collect.await,
+                }
             })
         });
         let batches = std::panic::catch_unwind(run)
@@ -227,6 +305,26 @@ impl QueryEngine {
             rows.extend(groups_of(batch, query)?);
         }
         Ok(ExactGroups::merged_with_histograms(rows))
+    }
+
+    /// The session a run uses: the engine's own, or with the memory limit a
+    /// copy of it whose operators draw from a pool of their own.
+    fn run_context(&self) -> Result<SessionContext> {
+        let Some(bytes) = self.limits.memory_bytes else {
+            return Ok(self.context.clone());
+        };
+        let pool = Arc::new(datafusion::execution::memory_pool::GreedyMemoryPool::new(
+            bytes,
+        ));
+        let environment = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+            .with_memory_pool(pool)
+            .build_arc()
+            .map_err(|e| QueryError::Data(format!("cannot limit the run's memory: {e}")))?;
+        let state =
+            datafusion::execution::SessionStateBuilder::new_from_existing(self.context.state())
+                .with_runtime_env(environment)
+                .build();
+        Ok(SessionContext::new_with_state(state))
     }
 
     /// Plans, charges the ledger, runs and releases `sql`. Nothing is charged
@@ -253,12 +351,77 @@ impl QueryEngine {
         outcome
     }
 
+    /// Like [`QueryEngine::answer`], but a request answered before (the same
+    /// `request` text: the caller's canonical form of the query, its
+    /// settings and its dataset) gets its kept answer again, free, and a
+    /// request charged but never answered runs under its charge. The answer
+    /// is kept in the ledger, on disk, before it is returned.
+    pub fn answer_once<R: CryptoRng + ?Sized>(
+        &self,
+        sql: &str,
+        settings: &ReleaseSettings,
+        ledger: &Ledger,
+        request: &str,
+        rng: &mut R,
+    ) -> Result<OnceAnswer> {
+        if let Some(kept) = ledger.replayed(request)? {
+            return replayed(&kept);
+        }
+        let query = self.plan(sql)?;
+        let noise = plan_noise(&query, settings)?;
+        let charge = match ledger.charge_once(noise.cost, sql, request)? {
+            Once::Answered(kept) => return replayed(&kept),
+            Once::Charged(charge) | Once::Unanswered(charge) => charge,
+        };
+        let outcome = self
+            .exact(&query)
+            .and_then(|exact| release(&query, &noise, &exact, settings.confidence, rng));
+        let kept = match &outcome {
+            Err(QueryError::Data(_)) => {
+                ledger.refund(charge)?;
+                return outcome.map(|table| OnceAnswer {
+                    table,
+                    replay: false,
+                });
+            }
+            // A failure that may depend on the data is kept like an answer:
+            // asked again, it fails again for free, and never runs again
+            // under the same charge (a time limit could pass the second time).
+            Err(QueryError::FailedWhileRunning(reason)) => Kept::Failed(reason.clone()),
+            Err(_) => {
+                return outcome.map(|table| OnceAnswer {
+                    table,
+                    replay: false,
+                });
+            }
+            Ok(table) => Kept::Answer(table.clone()),
+        };
+        ledger.keep_answer(charge, &serde_json::to_string(&kept).map_err(result_error)?)?;
+        outcome.map(|table| OnceAnswer {
+            table,
+            replay: false,
+        })
+    }
+
     /// The explanation of `sql` under `settings`: the rewritten plan, each
     /// release's mechanism, ε and expected error. Spends nothing.
     pub fn explain(&self, sql: &str, settings: &ReleaseSettings) -> Result<String> {
+        Ok(self.explain_with_cost(sql, settings)?.0)
+    }
+
+    /// The explanation of `sql` under `settings` and what running it would
+    /// cost. Spends nothing.
+    pub fn explain_with_cost(
+        &self,
+        sql: &str,
+        settings: &ReleaseSettings,
+    ) -> Result<(String, dpkit_core::accounting::PrivacyLoss)> {
         let query = self.plan(sql)?;
         let noise = plan_noise(&query, settings)?;
-        Ok(crate::explain::explanation(&query, &noise, settings))
+        Ok((
+            crate::explain::explanation(&query, &noise, settings),
+            noise.cost,
+        ))
     }
 
     /// The smallest ε at which every aggregate of `sql` has an interval of
@@ -280,6 +443,26 @@ impl QueryEngine {
             epsilon,
             crate::explain::explanation(&query, &noise, &settings),
         ))
+    }
+}
+
+/// What a charged request released: kept for replay.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Kept {
+    /// The answer.
+    Answer(ReleasedTable),
+    /// A failure that may depend on the data, with its data-free reason.
+    Failed(String),
+}
+
+/// A kept answer, released again.
+fn replayed(kept: &str) -> Result<OnceAnswer> {
+    match serde_json::from_str(kept).map_err(result_error)? {
+        Kept::Answer(table) => Ok(OnceAnswer {
+            table,
+            replay: true,
+        }),
+        Kept::Failed(reason) => Err(QueryError::FailedWhileRunning(reason)),
     }
 }
 

@@ -45,7 +45,7 @@ mod total_arithmetic;
 mod total_math;
 
 pub use description::Description;
-pub use engine::QueryEngine;
+pub use engine::{OnceAnswer, QueryEngine, RunLimits};
 pub use error::{QueryError, Result};
 pub use ledger::Ledger;
 pub use release::{MechanismChoice, ReleaseSettings, ReleasedTable};

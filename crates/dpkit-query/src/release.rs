@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use rand_core::CryptoRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 pub(crate) use crate::noise_plan::Noise;
@@ -94,7 +94,7 @@ fn add_counts(total: &mut Cells, counts: &[(usize, u64)]) {
 }
 
 /// One cell of the answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Cell {
     /// A group key (public: from a domain, or a thresholded key).
@@ -116,7 +116,7 @@ pub enum Cell {
 }
 
 /// The private answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReleasedTable {
     /// Column names.
     pub columns: Vec<String>,

@@ -1,13 +1,17 @@
-//! The budget ledger: one SQLite file per dataset and analyst. A query's cost
-//! is committed to disk before any answer is computed, and refunded if the
-//! query then fails.
+//! The budget ledger: a SQLite file of accounts (one per dataset and
+//! analyst). A query's cost is committed to disk before any answer is
+//! computed, and refunded if the query then fails for a reason outside the
+//! data. An answer kept for replay is committed before it is released.
 
 use std::path::{Path, PathBuf};
 
 use dpkit_core::accounting::PrivacyLoss;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{QueryError, Result};
+
+mod replay;
+mod schema;
 
 /// The largest ε a ledger counts, as a total budget or as one query's cost.
 ///
@@ -66,7 +70,10 @@ impl BudgetState {
     }
 }
 
-/// A ledger file.
+/// A budget ledger: a SQLite file of accounts, each with its total budget,
+/// its charges and the answers kept for replay. `dpkit query` keeps one
+/// account (named "") per file; `dpkit serve` keeps every analyst's
+/// account per dataset in its state database.
 ///
 /// ```
 /// use dpkit_query::ledger::Ledger;
@@ -83,67 +90,140 @@ impl BudgetState {
 pub struct Ledger {
     connection: Connection,
     path: PathBuf,
+    account: String,
 }
 
-/// The receipt of a committed charge, used to refund it.
+/// The receipt of a committed charge, used to refund it or keep its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Charge(i64);
 
+/// What [`Ledger::charge_once`] found for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Once {
+    /// The request was answered before: its answer, to send again for free.
+    Answered(String),
+    /// The request is new and its cost is now committed.
+    Charged(Charge),
+    /// The request was charged before but its answer was never kept (the
+    /// process stopped while running it): nothing was released, so it runs
+    /// now under that charge, and pays nothing more.
+    Unanswered(Charge),
+}
+
+/// Refuses a total budget outside what a ledger counts.
+fn check_totals(total_epsilon: f64, total_delta: f64) -> Result<i64> {
+    let total_units = to_units("the total", total_epsilon)?;
+    if !(0.0..1.0).contains(&total_delta) {
+        return Err(QueryError::Budget(format!(
+            "the total δ must lie in [0, 1), got {total_delta}"
+        )));
+    }
+    Ok(total_units)
+}
+
 impl Ledger {
-    /// Opens the ledger at `path`, creating it with the given totals if it
-    /// does not exist (totals of an existing ledger are kept: editing the
-    /// description does not raise a budget already granted).
+    /// Opens the single-account ledger at `path` (account ""), creating it
+    /// with the given totals if it does not exist (totals of an existing
+    /// ledger are kept: editing the description does not raise a budget
+    /// already granted). A ledger of the first layout is moved to accounts.
     ///
     /// A total ε that is not finite, ≤ 0 or above [`MAX_EPSILON`], or a total
     /// δ outside `[0, 1)`, is refused before the file is touched.
     pub fn open(path: &Path, total_epsilon: f64, total_delta: f64) -> Result<Self> {
-        let total_units = to_units("the total", total_epsilon)?;
-        if !(0.0..1.0).contains(&total_delta) {
-            return Err(QueryError::Budget(format!(
-                "the total δ must lie in [0, 1), got {total_delta}"
-            )));
-        }
-        let connection = Connection::open(path).map_err(|e| ledger_error(path, e))?;
-        let ledger = Self {
-            connection,
-            path: path.to_path_buf(),
-        };
-        ledger
-            .connection
-            .execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA synchronous = FULL;
-                 PRAGMA busy_timeout = 10000;
-                 CREATE TABLE IF NOT EXISTS budget (
-                     id INTEGER PRIMARY KEY CHECK (id = 1),
-                     epsilon_units INTEGER NOT NULL,
-                     delta REAL NOT NULL);
-                 CREATE TABLE IF NOT EXISTS spends (
-                     id INTEGER PRIMARY KEY AUTOINCREMENT,
-                     at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-                     query TEXT NOT NULL,
-                     epsilon_units INTEGER NOT NULL,
-                     delta REAL NOT NULL,
-                     status TEXT NOT NULL CHECK (status IN ('charged', 'refunded')));",
-            )
-            .map_err(|e| ledger.error(e))?;
+        let total_units = check_totals(total_epsilon, total_delta)?;
+        let ledger = Self::connect(path, "")?;
         ledger
             .connection
             .execute(
-                "INSERT OR IGNORE INTO budget (id, epsilon_units, delta) VALUES (1, ?1, ?2)",
+                "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta) VALUES ('', ?1, ?2)",
                 params![total_units, total_delta],
             )
             .map_err(|e| ledger.error(e))?;
         Ok(ledger)
     }
 
+    /// Opens `account` in the ledger at `path`; it must have been granted
+    /// (see [`Ledger::grant`]), else [`QueryError::Budget`].
+    pub fn open_account(path: &Path, account: &str) -> Result<Self> {
+        let ledger = Self::connect(path, account)?;
+        if !ledger.exists().map_err(|e| ledger.error(e))? {
+            return Err(QueryError::Budget("no budget has been granted".into()));
+        }
+        Ok(ledger)
+    }
+
+    /// Grants `account` a total budget, or sets the total of an account
+    /// that has one (raised or lowered: what was spent stays spent).
+    pub fn grant(path: &Path, account: &str, total_epsilon: f64, total_delta: f64) -> Result<()> {
+        let total_units = check_totals(total_epsilon, total_delta)?;
+        let ledger = Self::connect(path, account)?;
+        ledger
+            .connection
+            .execute(
+                "INSERT INTO accounts (account, epsilon_units, delta) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
+                params![account, total_units, total_delta],
+            )
+            .map_err(|e| ledger.error(e))?;
+        Ok(())
+    }
+
+    /// Whether `account` has a budget in the ledger at `path`.
+    pub fn has_account(path: &Path, account: &str) -> Result<bool> {
+        let ledger = Self::connect(path, account)?;
+        ledger.exists().map_err(|e| ledger.error(e))
+    }
+
+    fn connect(path: &Path, account: &str) -> Result<Self> {
+        let mut connection = Connection::open(path).map_err(|e| ledger_error(path, e))?;
+        schema::create(&mut connection).map_err(|e| ledger_error(path, e))?;
+        Ok(Self {
+            connection,
+            path: path.to_path_buf(),
+            account: account.to_string(),
+        })
+    }
+
+    fn exists(&self) -> rusqlite::Result<bool> {
+        self.connection.query_row(
+            "SELECT COUNT(*) > 0 FROM accounts WHERE account = ?1",
+            [&self.account],
+            |row| row.get(0),
+        )
+    }
+
     fn error(&self, error: rusqlite::Error) -> QueryError {
         ledger_error(&self.path, error)
     }
 
+    /// The account this ledger charges.
+    pub fn account(&self) -> &str {
+        &self.account
+    }
+
     /// Spent and remaining budget.
     pub fn state(&self) -> Result<BudgetState> {
-        read_state(&self.connection).map_err(|e| self.error(e))
+        read_state(&self.connection, &self.account).map_err(|e| self.error(e))
+    }
+
+    /// Runs `work` in an IMMEDIATE transaction: the reads and writes in it
+    /// happen under one write lock, so two concurrent charges cannot both
+    /// take the last of the budget. It commits (to disk) only if `work` succeeds.
+    fn locked<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.connection
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.error(e))?;
+        let outcome = work(&self.connection);
+        let end = if outcome.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        if let Err(error) = self.connection.execute_batch(end) {
+            let _ = self.connection.execute_batch("ROLLBACK");
+            return Err(self.error(error));
+        }
+        outcome
     }
 
     /// Commits `cost` to disk if it fits the remaining budget, else refuses
@@ -151,40 +231,42 @@ impl Ledger {
     /// above [`MAX_EPSILON`] is refused before the ledger is read.
     pub fn charge(&self, cost: PrivacyLoss, query: &str) -> Result<Charge> {
         let units = to_units("the query's", cost.epsilon())?;
-        let mut connection = Connection::open(&self.path).map_err(|e| self.error(e))?;
-        connection
-            .busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(|e| self.error(e))?;
-        // IMMEDIATE: the check and the insert happen under one write lock, so
-        // two concurrent queries cannot both take the last of the budget.
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.error(e))?;
-        let totals = read_totals(&transaction).map_err(|e| self.error(e))?;
-        check_fits(&totals, units, cost)?;
-        transaction
-            .execute(
-                "INSERT INTO spends (query, epsilon_units, delta, status) VALUES (?1, ?2, ?3, 'charged')",
-                params![query, units, cost.delta()],
-            )
-            .map_err(|e| self.error(e))?;
-        let id = transaction.last_insert_rowid();
-        transaction.commit().map_err(|e| self.error(e))?;
-        Ok(Charge(id))
+        self.locked(|connection| self.charge_in(connection, units, cost, query))
     }
 
-    /// Gives back a charge whose query failed before releasing anything.
-    pub fn refund(&self, charge: Charge) -> Result<()> {
-        self.connection
+    fn charge_in(
+        &self,
+        connection: &Connection,
+        units: i64,
+        cost: PrivacyLoss,
+        query: &str,
+    ) -> Result<Charge> {
+        let totals = read_totals(connection, &self.account).map_err(|e| self.error(e))?;
+        check_fits(&totals, units, cost)?;
+        connection
             .execute(
-                "UPDATE spends SET status = 'refunded' WHERE id = ?1",
-                params![charge.0],
+                "INSERT INTO spends (account, query, epsilon_units, delta, status)
+                 VALUES (?1, ?2, ?3, ?4, 'charged')",
+                params![self.account, query, units, cost.delta()],
             )
             .map_err(|e| self.error(e))?;
-        Ok(())
+        Ok(Charge(connection.last_insert_rowid()))
+    }
+
+    /// Gives back a charge whose query failed before releasing anything,
+    /// and forgets the request it paid for.
+    pub fn refund(&self, charge: Charge) -> Result<()> {
+        self.locked(|connection| {
+            connection
+                .execute_batch(&format!(
+                    "UPDATE spends SET status = 'refunded' WHERE id = {id};
+                     DELETE FROM replays WHERE spend = {id};",
+                    id = charge.0
+                ))
+                .map_err(|e| self.error(e))
+        })
     }
 }
-
 /// The ledger's totals and sums, with ε in exact units.
 struct Totals {
     total_units: i64,
@@ -194,11 +276,11 @@ struct Totals {
     queries: i64,
 }
 
-fn read_totals(connection: &Connection) -> rusqlite::Result<Totals> {
+fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Totals> {
     let (total_units, total_delta): (i64, f64) = connection
         .query_row(
-            "SELECT epsilon_units, delta FROM budget WHERE id = 1",
-            [],
+            "SELECT epsilon_units, delta FROM accounts WHERE account = ?1",
+            [account],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()?
@@ -206,8 +288,8 @@ fn read_totals(connection: &Connection) -> rusqlite::Result<Totals> {
     // SQLite's SUM fails with "integer overflow" rather than wrapping.
     let (spent_units, spent_delta, queries): (i64, f64, i64) = connection.query_row(
         "SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta), 0.0), COUNT(*)
-         FROM spends WHERE status = 'charged'",
-        [],
+         FROM spends WHERE account = ?1 AND status = 'charged'",
+        [account],
         |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
     )?;
     Ok(Totals {
@@ -219,8 +301,8 @@ fn read_totals(connection: &Connection) -> rusqlite::Result<Totals> {
     })
 }
 
-fn read_state(connection: &Connection) -> rusqlite::Result<BudgetState> {
-    let totals = read_totals(connection)?;
+fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<BudgetState> {
+    let totals = read_totals(connection, account)?;
     Ok(BudgetState {
         total_epsilon: from_units(totals.total_units),
         total_delta: totals.total_delta,
@@ -372,7 +454,7 @@ mod tests {
         ledger
             .connection
             .execute_batch(
-                "UPDATE budget SET epsilon_units = -9223372036854775807;
+                "UPDATE accounts SET epsilon_units = -9223372036854775807;
                  INSERT INTO spends (query, epsilon_units, delta, status)
                  VALUES ('a', 9223372036854775807, 0.0, 'charged');",
             )
@@ -381,6 +463,75 @@ mod tests {
             ledger.charge(pure(1.0), "q"),
             Err(QueryError::Budget(_))
         ));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_ledger_of_the_first_layout_keeps_its_budget_and_charges() {
+        let path = temporary("first-layout");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1),
+                     epsilon_units INTEGER NOT NULL, delta REAL NOT NULL);
+                 CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT,
+                     at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+                     query TEXT NOT NULL, epsilon_units INTEGER NOT NULL, delta REAL NOT NULL,
+                     status TEXT NOT NULL CHECK (status IN ('charged', 'refunded')));
+                 INSERT INTO budget VALUES (1, 3000000000000000, 0.0);
+                 INSERT INTO spends (query, epsilon_units, delta, status)
+                     VALUES ('a', 1000000000000000, 0.0, 'charged'), ('b', 500000000000000, 0.0, 'refunded');",
+            )
+            .unwrap();
+        // The totals given now are ignored: the ledger's own are kept.
+        let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
+        let state = ledger.state().unwrap();
+        assert_eq!(
+            (state.total_epsilon, state.spent_epsilon, state.queries),
+            (3.0, 1.0, 1)
+        );
+        ledger.charge(pure(2.0), "c").unwrap();
+        assert!(matches!(
+            ledger.charge(pure(0.1), "d"),
+            Err(QueryError::Budget(_))
+        ));
+        drop(ledger);
+        assert_eq!(
+            Ledger::open(&path, 10.0, 0.0)
+                .unwrap()
+                .state()
+                .unwrap()
+                .spent_epsilon,
+            3.0
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn accounts_are_granted_raised_and_lowered_and_kept_apart() {
+        let path = temporary("accounts");
+        assert!(matches!(
+            Ledger::open_account(&path, "ann/adult"),
+            Err(QueryError::Budget(_))
+        ));
+        Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
+        Ledger::grant(&path, "bob/adult", 1.0, 0.0).unwrap();
+        let ann = Ledger::open_account(&path, "ann/adult").unwrap();
+        ann.charge(pure(1.0), "q").unwrap();
+        assert!(ann.charge(pure(0.5), "q").is_err());
+        let bob = Ledger::open_account(&path, "bob/adult").unwrap();
+        assert_eq!(
+            bob.state().unwrap().spent_epsilon,
+            0.0,
+            "ann's spend is not bob's"
+        );
+        Ledger::grant(&path, "ann/adult", 2.0, 0.0).unwrap();
+        ann.charge(pure(0.5), "q").unwrap();
+        Ledger::grant(&path, "ann/adult", 0.5, 0.0).unwrap();
+        let state = ann.state().unwrap();
+        assert_eq!((state.spent_epsilon, state.remaining_epsilon()), (1.5, 0.0));
+        assert!(ann.charge(pure(1e-9), "q").is_err());
+        assert!(!Ledger::has_account(&path, "carl/adult").unwrap());
         std::fs::remove_file(&path).unwrap();
     }
 }

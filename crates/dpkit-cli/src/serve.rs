@@ -1,0 +1,246 @@
+//! `dpkit serve`: the curator's server, and its analysts.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use dpkit_query::{Description, Ledger};
+use dpkit_serve::analysts::{Analysts, account, grant};
+use dpkit_serve::{Config, Server};
+
+use crate::write_stdout;
+
+#[derive(Parser)]
+#[command(allow_negative_numbers = true)]
+pub struct ServeArgs {
+    /// The server's configuration.
+    #[arg(long, value_name = "FILE", default_value = "serve.toml", global = true)]
+    config: PathBuf,
+    /// Also make sure an analyst named "demo" exists with the description's
+    /// budget on every dataset, and print its key (kept in <state>/demo.key).
+    #[arg(long)]
+    demo: bool,
+    #[command(subcommand)]
+    command: Option<ServeCommand>,
+}
+
+#[derive(Subcommand)]
+enum ServeCommand {
+    /// Manage analysts: their keys and budgets.
+    Analyst {
+        #[command(subcommand)]
+        action: AnalystAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum AnalystAction {
+    /// Add an analyst, grant them a dataset and print their key (shown only now).
+    Add(GrantArgs),
+    /// List analysts and their budgets.
+    List,
+    /// Revoke an analyst's key: every later request with it fails.
+    Revoke {
+        /// The analyst.
+        name: String,
+    },
+    /// Grant a dataset, or raise or lower a budget (what was spent stays spent).
+    Budget(GrantArgs),
+}
+
+#[derive(Parser)]
+#[command(allow_negative_numbers = true)]
+struct GrantArgs {
+    /// The analyst.
+    name: String,
+    /// The dataset (its description's table name).
+    #[arg(long)]
+    dataset: String,
+    /// Total ε (default: the description's [budget]).
+    #[arg(long)]
+    epsilon: Option<f64>,
+    /// Total δ (default: the description's [budget]).
+    #[arg(long)]
+    delta: Option<f64>,
+}
+
+/// Runs `dpkit serve`.
+pub fn serve(args: &ServeArgs) -> Result<()> {
+    let config = Config::load(&args.config)?;
+    match &args.command {
+        Some(ServeCommand::Analyst { action }) => analyst(&config, action),
+        None => run(&config, args.demo),
+    }
+}
+
+fn run(config: &Config, demo: bool) -> Result<()> {
+    if demo {
+        let key = demo_key(config)?;
+        write_stdout(&format!(
+            "demo analyst's key (also in {}): {key}\n",
+            demo_key_path(config).display()
+        ))?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the server's runtime")?;
+    runtime.block_on(async {
+        let server = Server::bind(config).await?;
+        let address = server.address()?;
+        write_stdout(&format!(
+            "dpkit serve: http://{address}/ (datasets: {}); Ctrl-C stops it\n",
+            server.dataset_names().join(", ")
+        ))?;
+        server.serve(stopped()).await?;
+        Ok(())
+    })
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => return std::future::pending().await,
+            };
+        tokio::select! {
+            _ = interrupt => {},
+            _ = terminate.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
+
+fn demo_key_path(config: &Config) -> PathBuf {
+    config.state_dir.join("demo.key")
+}
+
+/// The demo analyst's key, made (with every dataset granted) the first time.
+fn demo_key(config: &Config) -> Result<String> {
+    let path = demo_key_path(config);
+    let analysts = Analysts::open(&config.state_path())?;
+    if analysts.exists("demo")? {
+        return std::fs::read_to_string(&path)
+            .map(|key| key.trim().to_string())
+            .with_context(|| {
+                format!(
+                    "the demo analyst exists but {} cannot be read",
+                    path.display()
+                )
+            });
+    }
+    let key = analysts.add("demo")?;
+    write_private(&path, &key)?;
+    for entry in &config.datasets {
+        let description = Description::load(&entry.description)?;
+        grant(
+            &config.state_path(),
+            "demo",
+            &description.table,
+            description.budget_epsilon,
+            description.budget_delta,
+        )?;
+    }
+    Ok(key)
+}
+
+/// Writes `text` to a file only its owner can read.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn analyst(config: &Config, action: &AnalystAction) -> Result<()> {
+    let analysts = Analysts::open(&config.state_path())?;
+    match action {
+        AnalystAction::Add(args) => {
+            let description = dataset(config, &args.dataset)?;
+            let key = analysts.add(&args.name)?;
+            set_budget(config, args, &description)?;
+            write_stdout(&format!(
+                "{key}\n(the key of analyst {}: it is shown only now, and only its hash is kept)\n",
+                args.name
+            ))
+        }
+        AnalystAction::Budget(args) => {
+            if !analysts.exists(&args.name)? {
+                bail!("no analyst is named {}", args.name);
+            }
+            let description = dataset(config, &args.dataset)?;
+            set_budget(config, args, &description)?;
+            list(config, &analysts)
+        }
+        AnalystAction::Revoke { name } => {
+            analysts.revoke(name)?;
+            write_stdout(&format!("revoked the key of {name}\n"))
+        }
+        AnalystAction::List => list(config, &analysts),
+    }
+}
+
+fn dataset(config: &Config, name: &str) -> Result<Description> {
+    for entry in &config.datasets {
+        let description = Description::load(&entry.description)?;
+        if description.table == name {
+            return Ok(description);
+        }
+    }
+    bail!("no dataset named {name} in the configuration")
+}
+
+fn set_budget(config: &Config, args: &GrantArgs, description: &Description) -> Result<()> {
+    let epsilon = args.epsilon.unwrap_or(description.budget_epsilon);
+    let delta = args.delta.unwrap_or(description.budget_delta);
+    Ok(grant(
+        &config.state_path(),
+        &args.name,
+        &args.dataset,
+        epsilon,
+        delta,
+    )?)
+}
+
+fn list(config: &Config, analysts: &Analysts) -> Result<()> {
+    let mut text = String::new();
+    for row in analysts.list()? {
+        let status = row
+            .revoked
+            .map_or("live".to_string(), |at| format!("revoked {at}"));
+        text.push_str(&format!(
+            "{} (key made {}, {status})\n",
+            row.name, row.created
+        ));
+        for entry in &config.datasets {
+            let table = Description::load(&entry.description)?.table;
+            let account = account(&row.name, &table);
+            if Ledger::has_account(&config.state_path(), &account)? {
+                let state = Ledger::open_account(&config.state_path(), &account)?.state()?;
+                text.push_str(&format!(
+                    "  {table}: spent ε = {} of {}, δ = {:e} of {:e}, {} queries\n",
+                    (state.spent_epsilon * 1e12).round() / 1e12,
+                    state.total_epsilon,
+                    state.spent_delta,
+                    state.total_delta,
+                    state.queries
+                ));
+            }
+        }
+    }
+    if text.is_empty() {
+        text.push_str("no analysts yet: dpkit serve analyst add NAME --dataset D\n");
+    }
+    write_stdout(&text)
+}

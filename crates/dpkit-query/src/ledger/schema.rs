@@ -1,0 +1,73 @@
+//! The ledger's tables, and the move from the one-account layout of the
+//! first ledgers (a `budget` table of one row) to accounts.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// Durability and waiting: every commit reaches the disk before it returns
+/// (WAL, `synchronous = FULL`), and writers wait for each other.
+pub(super) const PRAGMAS: &str = "PRAGMA journal_mode = WAL;
+     PRAGMA synchronous = FULL;
+     PRAGMA busy_timeout = 10000;";
+
+/// Accounts (one budget each: the CLI's is named ""), their charges, and
+/// the answers kept for replay, each tied to the charge that paid for it.
+const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
+         account TEXT PRIMARY KEY,
+         epsilon_units INTEGER NOT NULL,
+         delta REAL NOT NULL);
+     CREATE TABLE IF NOT EXISTS spends (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+         query TEXT NOT NULL,
+         epsilon_units INTEGER NOT NULL,
+         delta REAL NOT NULL,
+         status TEXT NOT NULL CHECK (status IN ('charged', 'refunded')),
+         account TEXT NOT NULL DEFAULT '');
+     CREATE TABLE IF NOT EXISTS replays (
+         account TEXT NOT NULL,
+         request TEXT NOT NULL,
+         spend INTEGER NOT NULL REFERENCES spends (id),
+         answer TEXT,
+         PRIMARY KEY (account, request));";
+
+const INDEXES: &str = "CREATE INDEX IF NOT EXISTS spends_by_account ON spends (account, status);";
+
+/// Creates the tables, moving a first-layout ledger to accounts in one
+/// transaction: its budget becomes account "", its charges stay its own.
+pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
+    connection.execute_batch(PRAGMAS)?;
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let first_layout = has_table(&transaction, "budget")?;
+    let old_spends =
+        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "account")?;
+    transaction.execute_batch(TABLES)?;
+    if old_spends {
+        transaction
+            .execute_batch("ALTER TABLE spends ADD COLUMN account TEXT NOT NULL DEFAULT '';")?;
+    }
+    if first_layout {
+        transaction.execute_batch(
+            "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta)
+                 SELECT '', epsilon_units, delta FROM budget WHERE id = 1;
+             DROP TABLE budget;",
+        )?;
+    }
+    transaction.execute_batch(INDEXES)?;
+    transaction.commit()
+}
+
+fn has_table(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
+    connection.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |row| row.get(0),
+    )
+}
+
+fn has_column(connection: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    connection.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |row| row.get(0),
+    )
+}

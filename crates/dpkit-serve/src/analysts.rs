@@ -1,0 +1,241 @@
+//! Analysts and their keys, in the state database beside the ledger's
+//! accounts. A key is 256 bits from the OS's generator, shown once; only
+//! its SHA-256 is stored (a key that random needs no slow hash). An
+//! analyst's budget on a dataset is the ledger account `analyst/dataset`.
+//!
+//! ```
+//! use dpkit_serve::analysts::Analysts;
+//! let path = std::env::temp_dir().join(format!("doc-analysts-{}.sqlite", std::process::id()));
+//! # let _ = std::fs::remove_file(&path);
+//! let analysts = Analysts::open(&path).unwrap();
+//! let key = analysts.add("ann").unwrap();
+//! dpkit_serve::analysts::grant(&path, "ann", "adult", 5.0, 1e-6).unwrap();
+//! assert_eq!(analysts.authenticate(&key).unwrap().as_deref(), Some("ann"));
+//! analysts.revoke("ann").unwrap();
+//! assert_eq!(analysts.authenticate(&key).unwrap(), None);
+//! # std::fs::remove_file(&path).unwrap();
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use dpkit_core::rng::SecureRng;
+use dpkit_query::Ledger;
+use rand_core::Rng;
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Result, ServeError};
+
+/// The prefix of every key, so a leaked one is easy to recognise.
+pub const KEY_PREFIX: &str = "dpk_";
+
+/// The analysts table of a state database.
+pub struct Analysts {
+    connection: Connection,
+    path: PathBuf,
+}
+
+/// One analyst, as `analyst list` shows them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalystRow {
+    /// The name.
+    pub name: String,
+    /// When the key was made.
+    pub created: String,
+    /// When the key was revoked, if it was.
+    pub revoked: Option<String>,
+}
+
+fn state_error(error: rusqlite::Error) -> ServeError {
+    ServeError::State(error.to_string())
+}
+
+/// Names are what accounts are made of: letters, digits, '-' and '_'.
+pub fn check_name(name: &str) -> Result<()> {
+    let fits = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if fits {
+        Ok(())
+    } else {
+        Err(ServeError::Analyst(
+            "an analyst's name is 1 to 64 letters, digits, '-' and '_'".into(),
+        ))
+    }
+}
+
+/// The ledger account of `analyst` on `dataset`.
+pub fn account(analyst: &str, dataset: &str) -> String {
+    format!("{analyst}/{dataset}")
+}
+
+/// Grants `analyst` a total budget on `dataset`, or sets it (raise or
+/// lower; what was spent stays spent).
+pub fn grant(state: &Path, analyst: &str, dataset: &str, epsilon: f64, delta: f64) -> Result<()> {
+    check_name(analyst)?;
+    Ok(Ledger::grant(
+        state,
+        &account(analyst, dataset),
+        epsilon,
+        delta,
+    )?)
+}
+
+fn hash(key: &str) -> String {
+    Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn new_key() -> Result<String> {
+    let mut rng = SecureRng::from_os().map_err(|e| ServeError::State(e.to_string()))?;
+    let mut bytes = [0u8; 32];
+    rng.fill_bytes(&mut bytes);
+    Ok(format!(
+        "{KEY_PREFIX}{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+impl Analysts {
+    /// Opens (creating) the state database at `path`.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder).map_err(|e| {
+                ServeError::State(format!("cannot create {}: {e}", folder.display()))
+            })?;
+        }
+        // The ledger's tables first, so the file is one database from the start.
+        Ledger::has_account(path, "")?;
+        let connection = Connection::open(path).map_err(state_error)?;
+        connection
+            .execute_batch(
+                "PRAGMA busy_timeout = 10000;
+                 CREATE TABLE IF NOT EXISTS analysts (
+                     name TEXT PRIMARY KEY,
+                     key_hash TEXT NOT NULL UNIQUE,
+                     created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+                     revoked TEXT);",
+            )
+            .map_err(state_error)?;
+        Ok(Self {
+            connection,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The state database's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Adds `name` with a new key, and returns the key: the only time it is seen.
+    pub fn add(&self, name: &str) -> Result<String> {
+        check_name(name)?;
+        let key = new_key()?;
+        let added = self
+            .connection
+            .execute(
+                "INSERT OR IGNORE INTO analysts (name, key_hash) VALUES (?1, ?2)",
+                params![name, hash(&key)],
+            )
+            .map_err(state_error)?;
+        if added == 0 {
+            return Err(ServeError::Analyst(format!(
+                "analyst {name} exists already"
+            )));
+        }
+        Ok(key)
+    }
+
+    /// Every analyst, by name.
+    pub fn list(&self) -> Result<Vec<AnalystRow>> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT name, created, revoked FROM analysts ORDER BY name")
+            .map_err(state_error)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok(AnalystRow {
+                    name: row.get(0)?,
+                    created: row.get(1)?,
+                    revoked: row.get(2)?,
+                })
+            })
+            .map_err(state_error)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(state_error)
+    }
+
+    /// Whether `name` is an analyst (revoked or not).
+    pub fn exists(&self, name: &str) -> Result<bool> {
+        self.connection
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM analysts WHERE name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .map_err(state_error)
+    }
+
+    /// Revokes `name`'s key: every later request with it is refused.
+    pub fn revoke(&self, name: &str) -> Result<()> {
+        let changed = self
+            .connection
+            .execute(
+                "UPDATE analysts SET revoked = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                 WHERE name = ?1 AND revoked IS NULL",
+                [name],
+            )
+            .map_err(state_error)?;
+        if changed == 0 && !self.exists(name)? {
+            return Err(ServeError::Analyst(format!("no analyst is named {name}")));
+        }
+        Ok(())
+    }
+
+    /// The analyst whose live key `key` is, if any.
+    pub fn authenticate(&self, key: &str) -> Result<Option<String>> {
+        self.connection
+            .query_row(
+                "SELECT name FROM analysts WHERE key_hash = ?1 AND revoked IS NULL",
+                [hash(key)],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(state_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_random_and_stored_only_as_hashes() {
+        let path =
+            std::env::temp_dir().join(format!("dpkit-analysts-{}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let analysts = Analysts::open(&path).unwrap();
+        let ann = analysts.add("ann").unwrap();
+        let bob = analysts.add("bob").unwrap();
+        assert_ne!(ann, bob);
+        assert_eq!(ann.len(), KEY_PREFIX.len() + 64);
+        assert!(analysts.add("ann").is_err(), "a name is added once");
+        assert!(analysts.add("a/b").is_err() && analysts.add("").is_err());
+        let bytes = std::fs::read(&path).unwrap();
+        for key in [&ann, &bob] {
+            let needle = &key.as_bytes()[KEY_PREFIX.len()..];
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == needle),
+                "a key is in the file"
+            );
+        }
+        assert_eq!(analysts.authenticate(&bob).unwrap().as_deref(), Some("bob"));
+        assert_eq!(analysts.authenticate("dpk_0").unwrap(), None);
+        assert!(analysts.revoke("carl").is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+}

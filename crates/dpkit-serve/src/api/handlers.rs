@@ -1,0 +1,139 @@
+//! The endpoints under `/v1`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use dpkit_core::rng::SecureRng;
+use dpkit_query::Ledger;
+
+use super::App;
+use super::auth::Analyst;
+use super::body::JsonBody;
+use super::error::{ApiError, ErrorBody};
+use super::types::{
+    Budget, BudgetResponse, DatasetsResponse, ExplainResponse, QueryRequest, QueryResponse,
+};
+use crate::analysts::account;
+
+/// The datasets granted to you, with what is public about each.
+#[utoipa::path(get, path = "/v1/datasets", security(("bearer" = [])),
+    responses(
+        (status = 200, body = DatasetsResponse),
+        (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
+    ))]
+pub async fn datasets(
+    State(app): State<Arc<App>>,
+    Analyst(analyst): Analyst,
+) -> Result<Json<DatasetsResponse>, ApiError> {
+    let granted = app.granted_to(&analyst)?;
+    Ok(Json(DatasetsResponse {
+        datasets: granted
+            .into_iter()
+            .map(|i| app.datasets[i].public.clone())
+            .collect(),
+    }))
+}
+
+/// Your budget on each dataset granted to you.
+#[utoipa::path(get, path = "/v1/budget", security(("bearer" = [])),
+    responses(
+        (status = 200, body = BudgetResponse),
+        (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
+    ))]
+pub async fn budget(
+    State(app): State<Arc<App>>,
+    Analyst(analyst): Analyst,
+) -> Result<Json<BudgetResponse>, ApiError> {
+    let mut budgets = Vec::new();
+    for i in app.granted_to(&analyst)? {
+        let name = app.datasets[i].name();
+        let ledger = Ledger::open_account(&app.state_path, &account(&analyst, name))?;
+        budgets.push(Budget::of(name, &ledger.state()?));
+    }
+    Ok(Json(BudgetResponse { budgets }))
+}
+
+/// What a query would release and cost, with each aggregate's expected
+/// error. Free.
+#[utoipa::path(post, path = "/v1/explain", security(("bearer" = [])), request_body = QueryRequest,
+    responses(
+        (status = 200, body = ExplainResponse),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 429, body = ErrorBody),
+    ))]
+pub async fn explain(
+    State(app): State<Arc<App>>,
+    Analyst(analyst): Analyst,
+    JsonBody(request): JsonBody<QueryRequest>,
+) -> Result<Json<ExplainResponse>, ApiError> {
+    let dataset = app.granted(&analyst, &request)?;
+    let account = account(&analyst, app.datasets[dataset].name());
+    let run_app = app.clone();
+    let (explanation, cost, state) = app
+        .run(move || {
+            let engine = &run_app.datasets[dataset].engine;
+            let (explanation, cost) =
+                engine.explain_with_cost(&request.sql, &request.settings())?;
+            let state = Ledger::open_account(&run_app.state_path, &account)?.state()?;
+            Ok((explanation, cost, state))
+        })
+        .await?;
+    let name = app.datasets[dataset].name();
+    Ok(Json(ExplainResponse {
+        dataset: name.into(),
+        explanation,
+        epsilon: cost.epsilon(),
+        delta: cost.delta(),
+        budget: Budget::of(name, &state),
+    }))
+}
+
+/// Runs a query and releases its private answer, charged to your budget.
+/// The same request again gets the same answer back, marked as a replay,
+/// at no cost.
+#[utoipa::path(post, path = "/v1/query", security(("bearer" = [])), request_body = QueryRequest,
+    responses(
+        (status = 200, body = QueryResponse),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 429, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ))]
+pub async fn query(
+    State(app): State<Arc<App>>,
+    Analyst(analyst): Analyst,
+    JsonBody(request): JsonBody<QueryRequest>,
+) -> Result<Json<QueryResponse>, ApiError> {
+    let dataset = app.granted(&analyst, &request)?;
+    let name = app.datasets[dataset].name().to_string();
+    let account = account(&analyst, &name);
+    let canonical = request.canonical(&app.datasets[dataset].fingerprint);
+    // One request text of one account runs at a time (the ledger's replay
+    // needs it): a second copy waits, then finds the first one's answer.
+    let _same = app.same_request(&account, &canonical).lock().await;
+    let run_app = app.clone();
+    let (once, state) = app
+        .run(move || {
+            let engine = &run_app.datasets[dataset].engine;
+            let ledger = Ledger::open_account(&run_app.state_path, &account)?;
+            let mut rng = SecureRng::from_os()?;
+            let once = engine.answer_once(
+                &request.sql,
+                &request.settings(),
+                &ledger,
+                &canonical,
+                &mut rng,
+            )?;
+            Ok((once, ledger.state()?))
+        })
+        .await?;
+    let budget = Budget::of(&name, &state);
+    Ok(Json(QueryResponse::of(
+        &name,
+        once.table,
+        once.replay,
+        budget,
+    )))
+}

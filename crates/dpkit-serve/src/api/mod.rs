@@ -1,0 +1,179 @@
+//! The HTTP JSON API under `/v1`, its OpenAPI document, and the web page.
+
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use tokio::sync::Semaphore;
+use utoipa::OpenApi;
+
+use crate::analysts::{Analysts, account};
+use crate::config::Limits;
+use crate::datasets::Dataset;
+
+mod auth;
+mod body;
+pub mod error;
+mod handlers;
+pub mod types;
+
+pub use error::ApiError;
+
+/// Lock stripes for identical requests (see [`App::same_request`]).
+const STRIPES: usize = 1024;
+
+/// Everything a request may use.
+pub struct App {
+    /// The datasets served.
+    pub datasets: Vec<Dataset>,
+    /// The state database.
+    pub state_path: PathBuf,
+    /// The limits.
+    pub limits: Limits,
+    analysts: Mutex<Analysts>,
+    rate: auth::RateLimiter,
+    pool: Semaphore,
+    stripes: Vec<tokio::sync::Mutex<()>>,
+}
+
+impl App {
+    /// The state of a server over `datasets`.
+    pub fn new(datasets: Vec<Dataset>, analysts: Analysts, limits: Limits) -> Self {
+        Self {
+            datasets,
+            state_path: analysts.path().to_path_buf(),
+            rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
+            pool: Semaphore::new(limits.workers),
+            stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            analysts: Mutex::new(analysts),
+            limits,
+        }
+    }
+
+    /// The indices of the datasets granted to `analyst`.
+    fn granted_to(&self, analyst: &str) -> Result<Vec<usize>, ApiError> {
+        let mut granted = Vec::new();
+        for (i, dataset) in self.datasets.iter().enumerate() {
+            if dpkit_query::Ledger::has_account(
+                &self.state_path,
+                &account(analyst, dataset.name()),
+            )? {
+                granted.push(i);
+            }
+        }
+        Ok(granted)
+    }
+
+    /// The index of the dataset `request` names, if it is granted to
+    /// `analyst` (403 otherwise, whether or not it exists), and its SQL
+    /// within the length limit (413).
+    fn granted(&self, analyst: &str, request: &types::QueryRequest) -> Result<usize, ApiError> {
+        let index = self
+            .datasets
+            .iter()
+            .position(|d| d.name() == request.dataset)
+            .ok_or_else(ApiError::forbidden)?;
+        if !self.granted_to(analyst)?.contains(&index) {
+            return Err(ApiError::forbidden());
+        }
+        if request.sql.len() > self.limits.max_sql_bytes {
+            return Err(ApiError::too_large(format!(
+                "the SQL is longer than {} bytes",
+                self.limits.max_sql_bytes
+            )));
+        }
+        Ok(index)
+    }
+
+    /// The lock every copy of one request of one account takes.
+    fn same_request(&self, account: &str, request: &str) -> &tokio::sync::Mutex<()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (account, request).hash(&mut hasher);
+        &self.stripes[(hasher.finish() % STRIPES as u64) as usize]
+    }
+
+    /// Runs `work` (planning, the engine, the ledger: all blocking) on the
+    /// bounded pool: at most `workers` at once.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, dpkit_query::QueryError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _permit = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal())?;
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|_| ApiError::internal())?
+            .map_err(ApiError::from)
+    }
+}
+
+/// The OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "dpkit serve", description = "Private SQL over datasets held by a curator: noisy answers with intervals, charged to each analyst's budget."),
+    paths(handlers::datasets, handlers::budget, handlers::explain, handlers::query),
+    modifiers(&BearerKey)
+)]
+pub struct ApiDoc;
+
+struct BearerKey;
+
+impl utoipa::Modify for BearerKey {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let scheme =
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build());
+        match openapi.components.as_mut() {
+            Some(components) => components.add_security_scheme("bearer", scheme),
+            None => {
+                openapi.components = Some(
+                    utoipa::openapi::ComponentsBuilder::new()
+                        .security_scheme("bearer", scheme)
+                        .build(),
+                )
+            }
+        }
+    }
+}
+
+async fn openapi() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(ApiDoc::openapi())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "not_found",
+        "no such endpoint",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "bad_request",
+        "this endpoint does not take that method",
+    )
+}
+
+/// The routes: the API, its document and the web page.
+pub fn router(app: Arc<App>) -> Router {
+    let body_limit = app.limits.max_body_bytes;
+    Router::new()
+        .route("/v1/datasets", get(handlers::datasets))
+        .route("/v1/budget", get(handlers::budget))
+        .route("/v1/explain", post(handlers::explain))
+        .route("/v1/query", post(handlers::query))
+        .route("/v1/openapi.json", get(openapi))
+        .merge(crate::web::routes())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(app)
+}

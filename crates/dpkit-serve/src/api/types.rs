@@ -1,0 +1,241 @@
+//! The JSON the API takes and gives.
+
+use dpkit_query::ledger::BudgetState;
+use dpkit_query::release::Cell;
+use dpkit_query::{MechanismChoice, ReleaseSettings, ReleasedTable};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::datasets::PublicDescription;
+
+/// A query or an explanation to make.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryRequest {
+    /// The dataset's name.
+    pub dataset: String,
+    /// `SELECT … FROM <dataset> [WHERE …] [GROUP BY …]` with COUNT, SUM, AVG,
+    /// VAR, STDDEV, MEDIAN or PERCENTILE_CONT.
+    pub sql: String,
+    /// ε the query may spend.
+    pub epsilon: f64,
+    /// δ the query may spend (default 0): needed to GROUP BY a column
+    /// without a public domain, and for the gaussian mechanism.
+    #[serde(default)]
+    pub delta: f64,
+    /// The noise (default auto: geometric for counts, staircase for sums).
+    #[serde(default)]
+    pub mechanism: Mechanism,
+    /// The intervals' confidence level (default 0.95).
+    #[serde(default = "default_confidence")]
+    pub confidence: f64,
+}
+
+fn default_confidence() -> f64 {
+    0.95
+}
+
+/// The noise for every aggregate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mechanism {
+    /// Geometric for counts, staircase for sums: the least error.
+    #[default]
+    Auto,
+    /// Laplace everywhere.
+    Laplace,
+    /// Gaussian everywhere (needs δ).
+    Gaussian,
+    /// Staircase everywhere.
+    Staircase,
+    /// Two-sided geometric (counts, whole-number sums).
+    Geometric,
+}
+
+impl QueryRequest {
+    /// The release settings it asks for.
+    pub fn settings(&self) -> ReleaseSettings {
+        ReleaseSettings {
+            epsilon: self.epsilon,
+            delta: self.delta,
+            mechanism: match self.mechanism {
+                Mechanism::Auto => MechanismChoice::Auto,
+                Mechanism::Laplace => MechanismChoice::Laplace,
+                Mechanism::Gaussian => MechanismChoice::Gaussian,
+                Mechanism::Staircase => MechanismChoice::Staircase,
+                Mechanism::Geometric => MechanismChoice::Geometric,
+            },
+            confidence: self.confidence,
+        }
+    }
+
+    /// The request as the replay cache compares it: every parameter, the
+    /// dataset's fingerprint, and the SQL byte for byte.
+    pub fn canonical(&self, fingerprint: &str) -> String {
+        format!(
+            "v1\ndataset={}\nfingerprint={fingerprint}\nepsilon={:?}\ndelta={:?}\nmechanism={:?}\nconfidence={:?}\nsql={}",
+            self.dataset, self.epsilon, self.delta, self.mechanism, self.confidence, self.sql
+        )
+    }
+}
+
+/// The datasets granted to the analyst.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DatasetsResponse {
+    /// Their public descriptions.
+    pub datasets: Vec<PublicDescription>,
+}
+
+/// One account's budget.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Budget {
+    /// The dataset.
+    pub dataset: String,
+    /// ε granted.
+    pub total_epsilon: f64,
+    /// ε spent.
+    pub spent_epsilon: f64,
+    /// ε left.
+    pub remaining_epsilon: f64,
+    /// δ granted.
+    pub total_delta: f64,
+    /// δ spent.
+    pub spent_delta: f64,
+    /// δ left.
+    pub remaining_delta: f64,
+    /// Queries charged.
+    pub queries: u64,
+}
+
+impl Budget {
+    /// `state` of the account on `dataset`.
+    pub fn of(dataset: &str, state: &BudgetState) -> Self {
+        let round = |x: f64| (x * 1e12).round() / 1e12;
+        Self {
+            dataset: dataset.into(),
+            total_epsilon: round(state.total_epsilon),
+            spent_epsilon: round(state.spent_epsilon),
+            remaining_epsilon: round(state.remaining_epsilon()),
+            total_delta: state.total_delta,
+            spent_delta: state.spent_delta,
+            remaining_delta: state.remaining_delta(),
+            queries: state.queries,
+        }
+    }
+}
+
+/// Every budget of the analyst's.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BudgetResponse {
+    /// One per granted dataset.
+    pub budgets: Vec<Budget>,
+}
+
+/// What a query would do, and cost.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExplainResponse {
+    /// The dataset.
+    pub dataset: String,
+    /// The rewritten plan, each release's mechanism, ε and expected error.
+    pub explanation: String,
+    /// ε the query would cost.
+    pub epsilon: f64,
+    /// δ the query would cost.
+    pub delta: f64,
+    /// The budget now (nothing was spent).
+    pub budget: Budget,
+}
+
+/// A private answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueryResponse {
+    /// The dataset.
+    pub dataset: String,
+    /// Column names: group keys, then aggregates.
+    pub columns: Vec<String>,
+    /// Released rows: keys as strings, aggregates as values with intervals.
+    pub rows: Vec<Vec<AnswerCell>>,
+    /// The intervals' confidence level.
+    pub confidence: f64,
+    /// ε the answer cost when it was first released.
+    pub epsilon: f64,
+    /// δ the answer cost when it was first released.
+    pub delta: f64,
+    /// Whether this is the kept answer of an earlier identical request.
+    pub replay: bool,
+    /// ε charged by this request (0 for a replay).
+    pub charged_epsilon: f64,
+    /// δ charged by this request (0 for a replay).
+    pub charged_delta: f64,
+    /// The budget after it.
+    pub budget: Budget,
+}
+
+/// One cell: a group key, or a released value with its interval.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum AnswerCell {
+    /// A group key.
+    Key(String),
+    /// A released value.
+    Value(AnswerValue),
+}
+
+/// A released value, its interval and expected absolute error.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnswerValue {
+    /// The released value.
+    pub value: f64,
+    /// The interval's lower end.
+    pub low: f64,
+    /// The interval's upper end.
+    pub high: f64,
+    /// Its expected absolute error, where there is a closed form.
+    pub expected_error: Option<f64>,
+}
+
+impl QueryResponse {
+    /// `table` on `dataset`, after which `budget` is left.
+    pub fn of(dataset: &str, table: ReleasedTable, replay: bool, budget: Budget) -> Self {
+        let (charged_epsilon, charged_delta) = if replay {
+            (0.0, 0.0)
+        } else {
+            (table.epsilon, table.delta)
+        };
+        Self {
+            dataset: dataset.into(),
+            columns: table.columns,
+            rows: table
+                .rows
+                .into_iter()
+                .map(|row| row.into_iter().map(AnswerCell::from).collect())
+                .collect(),
+            confidence: table.confidence,
+            epsilon: table.epsilon,
+            delta: table.delta,
+            replay,
+            charged_epsilon,
+            charged_delta,
+            budget,
+        }
+    }
+}
+
+impl From<Cell> for AnswerCell {
+    fn from(cell: Cell) -> Self {
+        match cell {
+            Cell::Key(key) => Self::Key(key),
+            Cell::Value {
+                value,
+                low,
+                high,
+                expected_error,
+            } => Self::Value(AnswerValue {
+                value,
+                low,
+                high,
+                expected_error,
+            }),
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! `serve.toml`: the datasets served, the address, the state directory
+//! and the limits. Written by the curator; nothing an analyst sends can
+//! name a file.
+//!
+//! ```
+//! let config = dpkit_serve::Config::from_toml(
+//!     r#"
+//!     state_dir = "state"
+//!     [[datasets]]
+//!     description = "adult.toml"
+//!     [limits]
+//!     requests_per_second = 5
+//!     "#,
+//!     "/srv/dpkit".as_ref(),
+//! )
+//! .unwrap();
+//! assert_eq!(config.address.port(), 8640);
+//! assert_eq!(config.limits.burst, 20);
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Result, ServeError};
+
+/// The server's configuration, with paths resolved against the file's folder.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen (default `127.0.0.1:8640`).
+    pub address: SocketAddr,
+    /// The folder of the state database (analysts, hashed keys, ledgers,
+    /// kept answers).
+    pub state_dir: PathBuf,
+    /// The datasets served.
+    pub datasets: Vec<DatasetConfig>,
+    /// Bounds on requests and runs.
+    pub limits: Limits,
+}
+
+/// One dataset: its data description, and whether to hold its table in memory.
+#[derive(Debug, Clone)]
+pub struct DatasetConfig {
+    /// The description (TOML); its table name is the dataset's name.
+    pub description: PathBuf,
+    /// Read the whole table into memory at start (refused at start if it
+    /// does not parse, or is larger than `max_in_memory_megabytes`).
+    pub in_memory: bool,
+}
+
+/// Bounds on requests and runs.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// The largest request body.
+    pub max_body_bytes: usize,
+    /// The longest SQL text.
+    pub max_sql_bytes: usize,
+    /// Queries run at once (explain and query); more wait their turn.
+    pub workers: usize,
+    /// The longest a query's run may take; past it the run fails, its cost kept.
+    pub query_timeout_seconds: f64,
+    /// The most memory one run's operators may hold.
+    pub query_memory_megabytes: usize,
+    /// Requests per second one key may make, on average.
+    pub requests_per_second: f64,
+    /// Requests one key may make at once after a pause.
+    pub burst: u32,
+    /// The largest data file held in memory.
+    pub max_in_memory_megabytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 64 * 1024,
+            max_sql_bytes: 16 * 1024,
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            query_timeout_seconds: 30.0,
+            query_memory_megabytes: 512,
+            requests_per_second: 10.0,
+            burst: 20,
+            max_in_memory_megabytes: 2048,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default = "default_address")]
+    address: String,
+    state_dir: PathBuf,
+    datasets: Vec<RawDataset>,
+    #[serde(default)]
+    limits: Limits,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataset {
+    description: PathBuf,
+    #[serde(default = "yes")]
+    in_memory: bool,
+}
+
+fn default_address() -> String {
+    "127.0.0.1:8640".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Config {
+    /// Reads `path`.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ServeError::Config(format!("cannot read {}: {e}", path.display())))?;
+        Self::from_toml(&text, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// Parses `text`, resolving relative paths against `base`.
+    pub fn from_toml(text: &str, base: &Path) -> Result<Self> {
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|e| ServeError::Config(first_line(&e.to_string())))?;
+        let address = raw.address.parse().map_err(|_| {
+            ServeError::Config(format!("address {:?} is not host:port", raw.address))
+        })?;
+        check_limits(&raw.limits)?;
+        if raw.datasets.is_empty() {
+            return Err(ServeError::Config("no [[datasets]] to serve".into()));
+        }
+        Ok(Self {
+            address,
+            state_dir: base.join(raw.state_dir),
+            datasets: raw
+                .datasets
+                .into_iter()
+                .map(|d| DatasetConfig {
+                    description: base.join(d.description),
+                    in_memory: d.in_memory,
+                })
+                .collect(),
+            limits: raw.limits,
+        })
+    }
+
+    /// The state database.
+    pub fn state_path(&self) -> PathBuf {
+        self.state_dir.join("state.sqlite")
+    }
+}
+
+fn check_limits(limits: &Limits) -> Result<()> {
+    let positive = limits.max_body_bytes > 0
+        && limits.max_sql_bytes > 0
+        && limits.workers > 0
+        && limits.query_memory_megabytes > 0
+        && limits.burst > 0
+        && limits.query_timeout_seconds.is_finite()
+        && limits.query_timeout_seconds > 0.0
+        && limits.requests_per_second.is_finite()
+        && limits.requests_per_second > 0.0;
+    if !positive {
+        return Err(ServeError::Config(
+            "every [limits] value must be finite and > 0".into(),
+        ));
+    }
+    if limits.max_sql_bytes > limits.max_body_bytes {
+        return Err(ServeError::Config(
+            "max_sql_bytes cannot exceed max_body_bytes".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_configurations_are_refused_with_one_line() {
+        for text in [
+            "",
+            "state_dir = 's'\ndatasets = []",
+            "state_dir = 's'\naddress = 'nowhere'\n[[datasets]]\ndescription = 'a.toml'",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 0",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nrequests_per_second = -1.0",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\nsurprise = 1",
+        ] {
+            let error = Config::from_toml(text, Path::new("/x"))
+                .unwrap_err()
+                .to_string();
+            assert!(!error.contains('\n'), "{error}");
+        }
+    }
+}

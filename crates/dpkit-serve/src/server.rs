@@ -65,10 +65,15 @@ impl Server {
         self,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
-        axum::serve(self.listener, router(self.app))
+        let app = self.app.clone();
+        let served = axum::serve(self.listener, router(self.app))
             .with_graceful_shutdown(stop)
             .await
-            .map_err(|e| ServeError::Io(e.to_string()))
+            .map_err(|e| ServeError::Io(e.to_string()));
+        // The engines own runtimes, which may only be dropped where
+        // blocking is allowed.
+        let _ = tokio::task::spawn_blocking(move || drop(app)).await;
+        served
     }
 }
 

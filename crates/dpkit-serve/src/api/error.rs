@@ -103,6 +103,9 @@ impl From<QueryError> for ApiError {
                 "the data could not be read; nothing was charged",
             ),
             QueryError::Description(_) | QueryError::Ledger { .. } | QueryError::Audit(_) => {
+                // For the curator's log: these name files, never data values.
+                let line = format!("dpkit serve: internal error: {message}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
                 Self::internal()
             }
         }

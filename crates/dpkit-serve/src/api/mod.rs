@@ -18,6 +18,7 @@ mod auth;
 mod body;
 pub mod error;
 mod handlers;
+mod log;
 pub mod types;
 
 pub use error::ApiError;
@@ -175,5 +176,6 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn(log::log_request))
         .with_state(app)
 }

@@ -1,0 +1,349 @@
+//! `dpkit serve` as a real process: its analyst commands, its log, and
+//! `kill -9` under load.
+
+#[allow(dead_code)]
+#[path = "../../dpkit-serve/tests/support/http.rs"]
+mod http;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::request;
+
+fn dpkit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dpkit"))
+}
+
+/// A folder with a serve.toml over the bundled Adult data.
+fn setup(name: &str) -> PathBuf {
+    let folder =
+        std::env::temp_dir().join(format!("dpkit-serve-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    let adult = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml");
+    let config = format!(
+        "address = \"127.0.0.1:0\"\nstate_dir = \"state\"\n[[datasets]]\ndescription = {:?}\n\
+         [limits]\nrequests_per_second = 100000\nburst = 100000\n",
+        adult.display().to_string()
+    );
+    std::fs::write(folder.join("serve.toml"), config).unwrap();
+    folder
+}
+
+/// Runs `dpkit serve <args> --config …`: its status, standard output and error.
+fn serve_command(folder: &Path, args: &[&str]) -> (bool, String, String) {
+    let output = dpkit()
+        .arg("serve")
+        .args(args)
+        .arg("--config")
+        .arg(folder.join("serve.toml"))
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn add_analyst(folder: &Path, name: &str, epsilon: &str) -> String {
+    let (ok, out, err) = serve_command(
+        folder,
+        &[
+            "analyst",
+            "add",
+            name,
+            "--dataset",
+            "adult",
+            "--epsilon",
+            epsilon,
+            "--delta",
+            "1e-6",
+        ],
+    );
+    assert!(ok, "{err}");
+    out.lines().next().unwrap().to_string()
+}
+
+/// A running server process and where it listens.
+struct Running {
+    child: Child,
+    address: SocketAddr,
+}
+
+fn start(folder: &Path, log: &Path) -> Running {
+    let mut child = dpkit()
+        .args(["serve", "--config"])
+        .arg(folder.join("serve.toml"))
+        .stdout(Stdio::piped())
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .unwrap(),
+        )
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("the server did not start: {line:?}"));
+    Running { child, address }
+}
+
+#[test]
+fn analysts_are_added_listed_budgeted_and_revoked_from_the_command_line() {
+    let folder = setup("analysts");
+    let key = add_analyst(&folder, "ann", "5");
+    assert!(key.starts_with("dpk_") && key.len() == 68, "{key}");
+    let (ok, _, err) = serve_command(&folder, &["analyst", "add", "ann", "--dataset", "adult"]);
+    assert!(
+        !ok && err.trim().lines().count() == 1 && err.contains("exists already"),
+        "{err}"
+    );
+    let (ok, _, err) = serve_command(&folder, &["analyst", "add", "bob", "--dataset", "nosuch"]);
+    assert!(!ok && err.contains("no dataset named nosuch"), "{err}");
+    let (ok, out, _) = serve_command(
+        &folder,
+        &[
+            "analyst",
+            "budget",
+            "ann",
+            "--dataset",
+            "adult",
+            "--epsilon",
+            "7.5",
+        ],
+    );
+    assert!(
+        ok && out.contains("ann (key made") && out.contains("spent ε = 0 of 7.5"),
+        "{out}"
+    );
+    let (ok, out, _) = serve_command(&folder, &["analyst", "revoke", "ann"]);
+    assert!(ok, "{out}");
+    let (_, out, _) = serve_command(&folder, &["analyst", "list"]);
+    assert!(out.contains("revoked"), "{out}");
+    let state = std::fs::read(folder.join("state/state.sqlite")).unwrap();
+    assert!(
+        !state.windows(64).any(|w| w == &key.as_bytes()[4..]),
+        "the key is stored"
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn keys_never_reach_the_servers_output() {
+    let folder = setup("log");
+    let key = add_analyst(&folder, "ann", "5");
+    let revoked = add_analyst(&folder, "old", "5");
+    serve_command(&folder, &["analyst", "revoke", "old"]);
+    let log = folder.join("server.log");
+    let mut server = start(&folder, &log);
+    let body = r#"{"dataset":"adult","sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}"#;
+    let wrong = format!("{}0", &key[..key.len() - 1]);
+    for credential in [key.as_str(), revoked.as_str(), wrong.as_str()] {
+        for (method, path) in [
+            ("GET", "/v1/datasets"),
+            ("GET", "/v1/budget"),
+            ("POST", "/v1/query"),
+            ("POST", "/v1/explain"),
+        ] {
+            let body = (method == "POST").then_some(body);
+            request(server.address, method, path, Some(credential), body);
+        }
+        request(
+            server.address,
+            "GET",
+            &format!("/v1/datasets?key={credential}"),
+            Some(credential),
+            None,
+        );
+        request(
+            server.address,
+            "POST",
+            "/v1/query",
+            Some(credential),
+            Some(&format!("{{\"sql\": \"{credential}\"}}")),
+        );
+    }
+    let _ = Command::new("kill")
+        .arg(server.child.id().to_string())
+        .status();
+    assert!(server.child.wait().unwrap().success() || cfg!(not(unix)));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.lines().count() >= 18, "one line per request: {text}");
+    for credential in [&key, &revoked, &wrong] {
+        assert!(
+            !text.contains(&credential[4..20]),
+            "a key is in the log:\n{text}"
+        );
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// One answered request: its SQL and the rows released.
+type Released = (String, serde_json::Value);
+
+/// Clients that send distinct queries until the server goes away.
+fn load(
+    address: SocketAddr,
+    key: &str,
+    next: &Arc<AtomicUsize>,
+    released: &Arc<Mutex<Vec<Released>>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let gone = Arc::new(AtomicBool::new(false));
+    (0..8)
+        .map(|_| {
+            let (key, next, released, gone) = (
+                key.to_string(),
+                next.clone(),
+                released.clone(),
+                gone.clone(),
+            );
+            std::thread::spawn(move || {
+                let mut connection = http::Connection::new(address);
+                while !gone.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let sql = format!(
+                        "SELECT sex, COUNT(*) AS q{i} FROM adult WHERE age > {} GROUP BY sex",
+                        17 + i % 60
+                    );
+                    let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01})
+                        .to_string();
+                    match connection.send("POST", "/v1/query", Some(&key), Some(&body)) {
+                        Ok(response) if response.status == 200 => {
+                            released
+                                .lock()
+                                .unwrap()
+                                .push((sql, response.json()["rows"].clone()));
+                        }
+                        Ok(response) => panic!("{}", response.body),
+                        Err(_) => gone.store(true, Ordering::Relaxed),
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// The charges in the state database: (query, status, kept answer).
+fn charges(state: &Path) -> Vec<(String, String, Option<String>)> {
+    let connection = rusqlite::Connection::open(state).unwrap();
+    let integrity: String = connection
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let mut statement = connection
+        .prepare("SELECT s.query, s.status, r.answer FROM spends s LEFT JOIN replays r ON r.spend = s.id WHERE s.account = 'ann/adult'")
+        .unwrap();
+    statement
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn kill_9_under_load_never_releases_an_answer_without_its_charge_nor_loses_one() {
+    let folder = setup("kill");
+    let key = add_analyst(&folder, "ann", "1000");
+    let log = folder.join("server.log");
+    let state = folder.join("state/state.sqlite");
+    let (next, released) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let mut charged_before = 0;
+    for round in 0..30u64 {
+        let mut server = start(&folder, &log);
+        let clients = load(server.address, &key, &next, &released);
+        // A different moment each round: 20 to 400 ms into the load.
+        std::thread::sleep(Duration::from_millis(20 + (round * 7919) % 380));
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+        for client in clients {
+            client.join().unwrap();
+        }
+        let charges = charges(&state);
+        let charged = charges.iter().filter(|c| c.1 == "charged").count();
+        assert!(
+            charged >= charged_before,
+            "round {round}: a charge was lost"
+        );
+        charged_before = charged;
+        for (sql, _) in released.lock().unwrap().iter() {
+            let charge = charges.iter().find(|c| &c.0 == sql);
+            assert!(
+                matches!(charge, Some((_, status, Some(_))) if status == "charged"),
+                "round {round}: {sql} was answered without a charge and a kept answer"
+            );
+        }
+    }
+    let released = released.lock().unwrap().clone();
+    assert!(
+        released.len() >= 60,
+        "too little load to mean anything: {}",
+        released.len()
+    );
+    // After a last restart, every answer given is given again, free and
+    // the same; a request charged but never answered runs under its charge.
+    let server = start(&folder, &log);
+    for (sql, rows) in &released {
+        let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01}).to_string();
+        let again = request(server.address, "POST", "/v1/query", Some(&key), Some(&body)).json();
+        assert_eq!(
+            (&again["rows"], again["replay"].as_bool()),
+            (rows, Some(true)),
+            "{sql}"
+        );
+    }
+    let charges = charges(&state);
+    for (sql, status, answer) in charges.iter().filter(|c| c.2.is_none() && c.1 == "charged") {
+        let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01}).to_string();
+        let response = request(server.address, "POST", "/v1/query", Some(&key), Some(&body));
+        assert_eq!(
+            response.status, 200,
+            "{status} {answer:?}: {}",
+            response.body
+        );
+    }
+    let after = self::charges(&state);
+    assert_eq!(
+        after.iter().filter(|c| c.1 == "charged").count(),
+        charges.iter().filter(|c| c.1 == "charged").count(),
+        "resending charged requests charged again"
+    );
+    assert!(
+        after.iter().all(|c| c.1 != "charged" || c.2.is_some()),
+        "every charge now has its answer"
+    );
+    let budget = request(server.address, "GET", "/v1/budget", Some(&key), None).json();
+    let spent = budget["budgets"][0]["spent_epsilon"].as_f64().unwrap();
+    assert!(
+        (spent - 0.01 * after.len() as f64).abs() < 1e-9,
+        "spent {spent} for {} charges",
+        after.len()
+    );
+    let mut server = server;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    println!(
+        "30 kills: {} answers released, {} charges, {} charged but unanswered at a kill",
+        released.len(),
+        after.len(),
+        charges.iter().filter(|c| c.2.is_none()).count()
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -1,0 +1,362 @@
+//! The API attacked as an analyst would: without a key, with a revoked or
+//! another analyst's key, with oversized and malformed requests, and with
+//! queries meant to make an error quote the data.
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::fixture::{TestServer, adult_description, folder};
+use support::http::request;
+
+/// Generous limits, so only the limit under test refuses.
+const OPEN: &str = "requests_per_second = 100000\nburst = 100000";
+
+fn query_body(dataset: &str, sql: &str, epsilon: f64) -> String {
+    serde_json::json!({"dataset": dataset, "sql": sql, "epsilon": epsilon}).to_string()
+}
+
+const ENDPOINTS: [(&str, &str); 4] = [
+    ("GET", "/v1/datasets"),
+    ("GET", "/v1/budget"),
+    ("POST", "/v1/explain"),
+    ("POST", "/v1/query"),
+];
+
+#[test]
+fn every_endpoint_refuses_without_a_live_key() {
+    let server = TestServer::start("no-key", &[adult_description()], OPEN);
+    let key = server.analyst("ann", &["adult"], 10.0, 0.0);
+    let body = query_body("adult", "SELECT COUNT(*) FROM adult", 0.1);
+    let revoke = || {
+        dpkit_serve::analysts::Analysts::open(&server.state)
+            .unwrap()
+            .revoke("ann")
+            .unwrap()
+    };
+    for (method, path) in ENDPOINTS {
+        let body = (method == "POST").then_some(body.as_str());
+        for bad in [
+            None,
+            Some(""),
+            Some("dpk_0000"),
+            Some(&key[..key.len() - 1]),
+        ] {
+            let response = request(server.address, method, path, bad, body);
+            assert_eq!(response.status, 401, "{method} {path} with {bad:?}");
+            assert_eq!(response.json()["error"]["code"], "unauthorized");
+        }
+        let response = request(server.address, method, path, Some(&key), body);
+        assert_eq!(response.status, 200, "{method} {path}: {}", response.body);
+    }
+    revoke();
+    for (method, path) in ENDPOINTS {
+        let body = (method == "POST").then_some(body.as_str());
+        assert_eq!(
+            request(server.address, method, path, Some(&key), body).status,
+            401,
+            "revoked: {path}"
+        );
+    }
+    let state = dpkit_query::Ledger::open_account(&server.state, "ann/adult")
+        .unwrap()
+        .state()
+        .unwrap();
+    assert_eq!(
+        state.queries, 1,
+        "only the one query with a live key was charged"
+    );
+}
+
+#[test]
+fn one_analyst_can_neither_see_nor_spend_anothers_budget() {
+    let marker = marker_dataset("apart");
+    let server = TestServer::start("apart", &[adult_description(), marker.clone()], OPEN);
+    let ann = server.analyst("ann", &["adult"], 1.0, 0.0);
+    let bob = server.analyst("bob", &["adult", "people"], 1.0, 0.0);
+    let names = |key: &str| -> Vec<String> {
+        let datasets = request(server.address, "GET", "/v1/datasets", Some(key), None).json();
+        datasets["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&ann), ["adult"]);
+    assert_eq!(names(&bob), ["adult", "people"]);
+    for path in ["/v1/explain", "/v1/query"] {
+        for dataset in ["people", "nonexistent"] {
+            let response = request(
+                server.address,
+                "POST",
+                path,
+                Some(&ann),
+                Some(&query_body(dataset, "SELECT COUNT(*) FROM people", 0.1)),
+            );
+            assert_eq!(response.status, 403, "{path} {dataset}");
+            assert_eq!(response.json()["error"]["code"], "forbidden");
+        }
+    }
+    let spend = request(
+        server.address,
+        "POST",
+        "/v1/query",
+        Some(&ann),
+        Some(&query_body("adult", "SELECT COUNT(*) FROM adult", 1.0)),
+    );
+    assert_eq!(spend.status, 200);
+    let refused = request(
+        server.address,
+        "POST",
+        "/v1/query",
+        Some(&ann),
+        Some(&query_body("adult", "SELECT COUNT(*) AS n FROM adult", 0.5)),
+    );
+    assert_eq!(
+        (refused.status, refused.json()["error"]["code"].as_str()),
+        (409, Some("budget_exhausted"))
+    );
+    let budgets = request(server.address, "GET", "/v1/budget", Some(&bob), None).json();
+    for budget in budgets["budgets"].as_array().unwrap() {
+        assert_eq!(
+            budget["spent_epsilon"], 0.0,
+            "ann's spend shows in bob's budget: {budget}"
+        );
+    }
+    let ann_budgets = request(server.address, "GET", "/v1/budget", Some(&ann), None).json();
+    assert_eq!(
+        ann_budgets["budgets"].as_array().unwrap().len(),
+        1,
+        "ann sees only her own"
+    );
+    let answered = request(
+        server.address,
+        "POST",
+        "/v1/query",
+        Some(&bob),
+        Some(&query_body("adult", "SELECT COUNT(*) FROM adult", 1.0)),
+    );
+    assert_eq!(
+        answered.json()["replay"],
+        false,
+        "bob's request is his own, not a replay of ann's"
+    );
+}
+
+#[test]
+fn the_same_request_again_is_a_free_replay_of_the_same_answer() {
+    let server = TestServer::start("replay", &[adult_description()], OPEN);
+    let key = server.analyst("ann", &["adult"], 10.0, 0.0);
+    let body = query_body("adult", "SELECT sex, AVG(age) FROM adult GROUP BY sex", 0.5);
+    let first = request(server.address, "POST", "/v1/query", Some(&key), Some(&body)).json();
+    assert_eq!(
+        (first["replay"].as_bool(), first["charged_epsilon"].as_f64()),
+        (Some(false), Some(0.5))
+    );
+    for _ in 0..5 {
+        let again = request(server.address, "POST", "/v1/query", Some(&key), Some(&body)).json();
+        assert_eq!(again["rows"], first["rows"]);
+        assert_eq!(
+            (again["replay"].as_bool(), again["charged_epsilon"].as_f64()),
+            (Some(true), Some(0.0))
+        );
+        assert_eq!(again["budget"]["spent_epsilon"], 0.5);
+    }
+    // Any change of a parameter is a new query, charged and answered afresh.
+    let other = query_body(
+        "adult",
+        "SELECT sex, AVG(age) FROM adult GROUP BY sex",
+        0.25,
+    );
+    let changed = request(
+        server.address,
+        "POST",
+        "/v1/query",
+        Some(&key),
+        Some(&other),
+    )
+    .json();
+    assert_eq!(
+        (
+            changed["replay"].as_bool(),
+            changed["budget"]["spent_epsilon"].as_f64()
+        ),
+        (Some(false), Some(0.75))
+    );
+}
+
+#[test]
+fn bodies_sql_and_request_rates_over_their_limits_are_refused() {
+    let server = TestServer::start(
+        "limits",
+        &[adult_description()],
+        "max_body_bytes = 4096\nmax_sql_bytes = 1000\nrequests_per_second = 0.01\nburst = 12",
+    );
+    let key = server.analyst("ann", &["adult"], 10.0, 0.0);
+    // A fresh connection each time: the server closes one whose body it refused unread.
+    let send = |body: &str| {
+        request(
+            server.address,
+            "POST",
+            "/v1/explain",
+            Some(&key),
+            Some(body),
+        )
+    };
+    let long_sql = format!(
+        "SELECT COUNT(*) FROM adult WHERE age > 1{}",
+        " ".repeat(1000)
+    );
+    let cases = [
+        (query_body("adult", &long_sql, 0.1), 413, "too_large"),
+        (
+            format!("{{\"pad\": \"{}\"}}", "x".repeat(5000)),
+            413,
+            "too_large",
+        ),
+        ("{not json".to_string(), 400, "bad_request"),
+        ("{\"dataset\": \"adult\"}".to_string(), 400, "bad_request"),
+        (
+            "{\"dataset\": \"adult\", \"sql\": \"SELECT 1\", \"epsilon\": 1, \"extra\": 2}"
+                .to_string(),
+            400,
+            "bad_request",
+        ),
+        (
+            query_body("adult", "SELECT COUNT(*) FROM adult", -1.0),
+            400,
+            "bad_query",
+        ),
+        (query_body("adult", "SELEC nothing", 1.0), 400, "bad_query"),
+    ];
+    for (body, status, code) in &cases {
+        let response = send(body);
+        assert_eq!(
+            (response.status, response.json()["error"]["code"].as_str()),
+            (*status, Some(*code)),
+            "{body:.80}: {}",
+            response.body
+        );
+    }
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(send(&query_body("adult", "SELECT COUNT(*) FROM adult", 0.1)).status);
+    }
+    // 12 in the burst: 7 above, then 5 more pass, then the rate refuses.
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+    let limited = send(&query_body("adult", "SELECT COUNT(*) FROM adult", 0.1));
+    assert_eq!(limited.header("retry-after"), Some("1"));
+    assert_eq!(limited.json()["error"]["code"], "rate_limited");
+}
+
+#[test]
+fn unknown_paths_and_methods_answer_in_json() {
+    let server = TestServer::start("paths", &[adult_description()], OPEN);
+    let not_found = request(server.address, "GET", "/v1/nothing", None, None);
+    assert_eq!(
+        (not_found.status, not_found.json()["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    let wrong = request(server.address, "DELETE", "/v1/query", None, None);
+    assert_eq!(wrong.status, 405);
+    assert_eq!(wrong.json()["error"]["code"], "bad_request");
+    let document = request(server.address, "GET", "/v1/openapi.json", None, None).json();
+    assert!(document["openapi"].as_str().unwrap().starts_with("3."));
+    for (_, path) in ENDPOINTS {
+        assert!(
+            document["paths"].get(path).is_some(),
+            "{path} is documented"
+        );
+    }
+    let page = request(server.address, "GET", "/", None, None);
+    assert!(page.body.contains("<script src=\"/app.js\""));
+    assert!(
+        page.header("content-security-policy")
+            .unwrap()
+            .contains("default-src 'none'")
+    );
+}
+
+/// A small table with a marker row: its name and income are values no
+/// response may ever contain.
+const MARKER_NAME: &str = "ZQXMARKER7";
+const MARKER_INCOME: &str = "31337.125";
+
+fn marker_dataset(name: &str) -> PathBuf {
+    let folder = folder(&format!("marker-{name}"));
+    let mut csv = String::from("name,city,age,income\n");
+    for i in 0..200 {
+        csv.push_str(&format!(
+            "person{i},{},{},{}\n",
+            ["A", "B"][i % 2],
+            20 + i % 50,
+            1000 + i
+        ));
+    }
+    csv.push_str(&format!("{MARKER_NAME},A,44,{MARKER_INCOME}\n"));
+    std::fs::write(folder.join("people.csv"), csv).unwrap();
+    let description = "[table]\nname = \"people\"\nfile = \"people.csv\"\n[privacy_unit]\nkind = \"row\"\n\
+        [budget]\nepsilon = 10.0\ndelta = 1e-5\n[columns.name]\ntype = \"text\"\n\
+        [columns.city]\ntype = \"text\"\ndomain = [\"A\", \"B\"]\n\
+        [columns.age]\ntype = \"integer\"\nbounds = [0, 100]\n[columns.income]\ntype = \"real\"\nbounds = [0, 100000]\n";
+    std::fs::write(folder.join("people.toml"), description).unwrap();
+    folder.join("people.toml")
+}
+
+#[test]
+fn no_response_ever_quotes_a_data_value_or_returns_rows() {
+    let server = TestServer::start("marker", &[marker_dataset("marker")], OPEN);
+    let key = server.analyst("ann", &["people"], 1000.0, 1e-3);
+    let attempts = [
+        "SELECT * FROM people",
+        "SELECT name FROM people",
+        "SELECT name, income FROM people WHERE age = 44",
+        "SELECT name, COUNT(*) FROM people GROUP BY name",
+        "SELECT MAX(name) FROM people",
+        "SELECT MIN(income) FROM people",
+        "SELECT SUM(CAST(name AS DOUBLE)) FROM people",
+        "SELECT COUNT(*) FROM people WHERE CAST(name AS INT) > 1",
+        "SELECT COUNT(*) FROM people WHERE 1 / (age - 44) > 0",
+        "SELECT COUNT(*) FROM people WHERE arrow_cast(name, 'Int64') > 0",
+        "SELECT city, COUNT(*) FROM people GROUP BY city HAVING MAX(name) > 'a'",
+        "SELECT COUNT(*) FROM people WHERE nosuchcolumn > 1",
+        "SELECT COUNT(*), SUM(income) FROM people WHERE name > 'Z'",
+        "SELECT city, SUM(income), AVG(income) FROM people GROUP BY city",
+    ];
+    let mut answered = 0;
+    for sql in attempts {
+        for (path, delta) in [
+            ("/v1/explain", 0.0),
+            ("/v1/query", 0.0),
+            ("/v1/query", 1e-6),
+        ] {
+            let body = serde_json::json!({"dataset": "people", "sql": sql, "epsilon": 1.0, "delta": delta}).to_string();
+            let response = request(server.address, "POST", path, Some(&key), Some(&body));
+            assert!(
+                !response.body.contains(MARKER_NAME) && !response.body.contains(MARKER_INCOME),
+                "{sql}: {}",
+                response.body
+            );
+            assert!(
+                !response.body.contains("person1"),
+                "a name is in a response: {sql}: {}",
+                response.body
+            );
+            assert!(
+                response.status == 200 || response.status == 400,
+                "{sql}: {}",
+                response.body
+            );
+            answered += usize::from(response.status == 200 && path == "/v1/query");
+        }
+    }
+    assert!(answered >= 4, "the legitimate queries were answered");
+    for (method, path) in [("GET", "/v1/datasets"), ("GET", "/v1/budget")] {
+        let body = request(server.address, method, path, Some(&key), None).body;
+        assert!(
+            !body.contains(MARKER_NAME) && !body.contains("person1"),
+            "{path}: {body}"
+        );
+    }
+}

@@ -1,0 +1,72 @@
+//! Check-and-charge is atomic across concurrent requests: 64 queries at
+//! once against a budget that fits 10 are answered exactly 10 times, and
+//! the ledger records exactly those 10.
+
+mod support;
+
+use std::sync::{Arc, Barrier};
+
+use dpkit_query::Ledger;
+use support::fixture::{TestServer, adult_description};
+use support::http::request;
+
+const CLIENTS: usize = 64;
+
+/// Sends 64 different queries at ε = `cost` at once; their statuses.
+fn race(server: &TestServer, key: &str, cost: f64) -> Vec<u16> {
+    let barrier = Arc::new(Barrier::new(CLIENTS));
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            let (barrier, key, address) = (barrier.clone(), key.to_string(), server.address);
+            std::thread::spawn(move || {
+                let sql = format!("SELECT COUNT(*) AS q{i} FROM adult WHERE age > {}", 17 + i);
+                let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": cost})
+                    .to_string();
+                barrier.wait();
+                request(address, "POST", "/v1/query", Some(&key), Some(&body)).status
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn sixty_four_concurrent_queries_against_a_budget_for_ten_get_exactly_ten_answers() {
+    let server = TestServer::start(
+        "race",
+        &[adult_description()],
+        "requests_per_second = 100000\nburst = 100000\nworkers = 4",
+    );
+    // Budgets that fit exactly 10, and 10 with a remainder too small for an 11th.
+    for (i, (cost, total)) in [
+        (0.1, 1.0),
+        (0.3, 3.05),
+        (1.0, 10.0),
+        (0.07, 0.75),
+        (2.5, 25.0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("analyst{i}");
+        let key = server.analyst(&name, &["adult"], total, 0.0);
+        let statuses = race(&server, &key, cost);
+        let answered = statuses.iter().filter(|&&s| s == 200).count();
+        let refused = statuses.iter().filter(|&&s| s == 409).count();
+        assert_eq!(
+            (answered, refused),
+            (10, CLIENTS - 10),
+            "ε = {cost} of {total}: {statuses:?}"
+        );
+        let state = Ledger::open_account(&server.state, &format!("{name}/adult"))
+            .unwrap()
+            .state()
+            .unwrap();
+        assert_eq!(state.queries, 10, "ε = {cost} of {total}");
+        assert!(
+            (state.spent_epsilon - 10.0 * cost).abs() < 1e-9,
+            "spent {}",
+            state.spent_epsilon
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! A real server, started in-process on a free loopback port with its own
+//! state directory, and stopped when dropped.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use dpkit_serve::analysts::{Analysts, grant};
+use dpkit_serve::{Config, Server};
+
+/// The repository's data folder.
+#[allow(dead_code)]
+pub fn adult_description() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml")
+}
+
+/// A folder of its own for one test.
+pub fn folder(name: &str) -> PathBuf {
+    let folder = std::env::temp_dir().join(format!("dpkit-serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    folder
+}
+
+pub struct TestServer {
+    pub address: SocketAddr,
+    pub state: PathBuf,
+    pub folder: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Starts a server over `descriptions` with `limits` (TOML lines).
+    pub fn start(name: &str, descriptions: &[PathBuf], limits: &str) -> Self {
+        let folder = folder(name);
+        let datasets: String = descriptions
+            .iter()
+            .map(|d| {
+                format!(
+                    "[[datasets]]\ndescription = {:?}\n",
+                    d.display().to_string()
+                )
+            })
+            .collect();
+        let text = format!(
+            "address = \"127.0.0.1:0\"\nstate_dir = \"state\"\n{datasets}[limits]\n{limits}\n"
+        );
+        let config = Config::from_toml(&text, &folder).unwrap();
+        let (ready_send, ready) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let state = config.state_path();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let server = Server::bind(&config).await.unwrap();
+                ready_send.send(server.address().unwrap()).unwrap();
+                server
+                    .serve(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap();
+            });
+        });
+        let address = ready.recv().expect("the server started");
+        Self {
+            address,
+            state,
+            folder,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Adds `name` with a budget of (ε, δ) on each of `datasets`; its key.
+    pub fn analyst(&self, name: &str, datasets: &[&str], epsilon: f64, delta: f64) -> String {
+        let key = Analysts::open(&self.state).unwrap().add(name).unwrap();
+        for dataset in datasets {
+            grant(&self.state, name, dataset, epsilon, delta).unwrap();
+        }
+        key
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}

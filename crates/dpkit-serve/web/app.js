@@ -32,7 +32,7 @@ async function api(method, path, body) {
 
 function round(x, digits) {
   if (!Number.isFinite(x)) return String(x);
-  return Math.abs(x) >= 1e6 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(digits);
+  return Math.abs(x) >= 1e6 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : String(Number(x.toFixed(digits)));
 }
 
 function showBudget(budget) {

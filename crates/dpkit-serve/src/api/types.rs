@@ -11,23 +11,28 @@ use crate::datasets::PublicDescription;
 /// A query or an explanation to make.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"dataset": "adult", "sql": "SELECT sex, COUNT(*) AS people FROM adult GROUP BY sex", "epsilon": 0.5}))]
 pub struct QueryRequest {
     /// The dataset's name.
     pub dataset: String,
     /// `SELECT … FROM <dataset> [WHERE …] [GROUP BY …]` with COUNT, SUM, AVG,
     /// VAR, STDDEV, MEDIAN or PERCENTILE_CONT.
+    #[schema(min_length = 1)]
     pub sql: String,
     /// ε the query may spend.
+    #[schema(exclusive_minimum = 0.0, maximum = 1000.0)]
     pub epsilon: f64,
     /// δ the query may spend (default 0): needed to GROUP BY a column
     /// without a public domain, and for the gaussian mechanism.
     #[serde(default)]
+    #[schema(minimum = 0.0, exclusive_maximum = 1.0)]
     pub delta: f64,
     /// The noise (default auto: geometric for counts, staircase for sums).
     #[serde(default)]
     pub mechanism: Mechanism,
     /// The intervals' confidence level (default 0.95).
     #[serde(default = "default_confidence")]
+    #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)]
     pub confidence: f64,
 }
 

@@ -193,22 +193,10 @@ fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
 }
 
-/// Registers the view and returns its plan: the planner inlines it into
-/// queries, where `plan::input` recognises it.
-async fn register_view(context: &SessionContext, description: &Description) -> Result<LogicalPlan> {
-    let failed = |e: datafusion::error::DataFusionError| data_error(e.to_string());
-    let raw = context
-        .table(raw_table_name(&description.table).as_str())
-        .await
-        .map_err(failed)?;
-    let names: Vec<String> = raw
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    check_columns(description, &names)?;
-    let typed: Vec<Expr> = names
+/// Each column read as its declared type (a value that does not parse is
+/// NULL), text cut to [`MAX_TEXT_CHARS`].
+fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
+    names
         .iter()
         .map(|name| {
             let kind = description
@@ -225,7 +213,56 @@ async fn register_view(context: &SessionContext, description: &Description) -> R
             };
             bounded.alias(name)
         })
+        .collect()
+}
+
+/// The raw table read whole, typed as the view types it: held in memory,
+/// the view's casts then cost nothing per query.
+pub(crate) async fn typed_table(
+    context: &SessionContext,
+    description: &Description,
+) -> Result<(
+    datafusion::arrow::datatypes::SchemaRef,
+    Vec<datafusion::arrow::array::RecordBatch>,
+)> {
+    let unreadable = |_| {
+        data_error(
+            "the data file does not parse (details withheld: they could quote private values)",
+        )
+    };
+    let raw = context
+        .table(raw_table_name(&description.table).as_str())
+        .await
+        .map_err(unreadable)?;
+    let names: Vec<String> = raw
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
         .collect();
+    let typed = raw
+        .select(typed_columns(description, &names))
+        .map_err(unreadable)?;
+    let schema = typed.schema().inner().clone();
+    Ok((schema, typed.collect().await.map_err(unreadable)?))
+}
+
+/// Registers the view and returns its plan: the planner inlines it into
+/// queries, where `plan::input` recognises it.
+async fn register_view(context: &SessionContext, description: &Description) -> Result<LogicalPlan> {
+    let failed = |e: datafusion::error::DataFusionError| data_error(e.to_string());
+    let raw = context
+        .table(raw_table_name(&description.table).as_str())
+        .await
+        .map_err(failed)?;
+    let names: Vec<String> = raw
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    check_columns(description, &names)?;
+    let typed = typed_columns(description, &names);
     let mut view = raw.select(typed).map_err(failed)?;
     #[cfg(feature = "planted-holes")]
     let capped = !crate::planted::is_planted(crate::planted::Hole::CapAfterFrom);

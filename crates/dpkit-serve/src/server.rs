@@ -39,7 +39,7 @@ impl Server {
             .map_err(|e| ServeError::Io(format!("cannot listen on {}: {e}", config.address)))?;
         Ok(Self {
             listener,
-            app: Arc::new(App::new(datasets, analysts, config.limits)),
+            app: Arc::new(App::new(datasets, analysts, config.limits)?),
             _lock: lock,
         })
     }

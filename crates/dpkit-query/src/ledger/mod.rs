@@ -146,7 +146,7 @@ impl Ledger {
     /// (see [`Ledger::grant`]), else [`QueryError::Budget`].
     pub fn open_account(path: &Path, account: &str) -> Result<Self> {
         let ledger = Self::connect(path, account)?;
-        if !ledger.exists().map_err(|e| ledger.error(e))? {
+        if !ledger.has_other_account(account)? {
             return Err(QueryError::Budget("no budget has been granted".into()));
         }
         Ok(ledger)
@@ -170,8 +170,25 @@ impl Ledger {
 
     /// Whether `account` has a budget in the ledger at `path`.
     pub fn has_account(path: &Path, account: &str) -> Result<bool> {
-        let ledger = Self::connect(path, account)?;
-        ledger.exists().map_err(|e| ledger.error(e))
+        Self::connect(path, account)?.has_other_account(account)
+    }
+
+    /// Opens the ledger at `path` (creating its tables) without choosing an
+    /// account: for [`Ledger::has_other_account`]; it can charge nothing.
+    pub fn reader(path: &Path) -> Result<Self> {
+        Self::connect(path, "\u{0}no account")
+    }
+
+    /// Whether `account` has a budget in this ledger's file (a read on the
+    /// open connection, for callers that check grants often).
+    pub fn has_other_account(&self, account: &str) -> Result<bool> {
+        self.connection
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM accounts WHERE account = ?1",
+                [account],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.error(e))
     }
 
     fn connect(path: &Path, account: &str) -> Result<Self> {
@@ -182,14 +199,6 @@ impl Ledger {
             path: path.to_path_buf(),
             account: account.to_string(),
         })
-    }
-
-    fn exists(&self) -> rusqlite::Result<bool> {
-        self.connection.query_row(
-            "SELECT COUNT(*) > 0 FROM accounts WHERE account = ?1",
-            [&self.account],
-            |row| row.get(0),
-        )
     }
 
     fn error(&self, error: rusqlite::Error) -> QueryError {
@@ -250,7 +259,16 @@ impl Ledger {
                 params![self.account, query, units, cost.delta()],
             )
             .map_err(|e| self.error(e))?;
-        Ok(Charge(connection.last_insert_rowid()))
+        let charge = Charge(connection.last_insert_rowid());
+        // check_fits bounds the sum by the total, so it cannot overflow.
+        connection
+            .execute(
+                "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
+                     queries = queries + 1 WHERE account = ?1",
+                params![self.account, units, cost.delta()],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(charge)
     }
 
     /// Gives back a charge whose query failed before releasing anything,
@@ -259,7 +277,12 @@ impl Ledger {
         self.locked(|connection| {
             connection
                 .execute_batch(&format!(
-                    "UPDATE spends SET status = 'refunded' WHERE id = {id};
+                    "UPDATE accounts SET
+                         spent_units = spent_units - (SELECT epsilon_units FROM spends WHERE id = {id}),
+                         spent_delta = spent_delta - (SELECT delta FROM spends WHERE id = {id}),
+                         queries = queries - 1
+                     WHERE account = (SELECT account FROM spends WHERE id = {id} AND status = 'charged');
+                     UPDATE spends SET status = 'refunded' WHERE id = {id};
                      DELETE FROM replays WHERE spend = {id};",
                     id = charge.0
                 ))
@@ -277,28 +300,29 @@ struct Totals {
 }
 
 fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Totals> {
-    let (total_units, total_delta): (i64, f64) = connection
+    let totals = connection
         .query_row(
-            "SELECT epsilon_units, delta FROM accounts WHERE account = ?1",
+            "SELECT epsilon_units, delta, spent_units, spent_delta, queries
+             FROM accounts WHERE account = ?1",
             [account],
-            |row| Ok((row.get(0)?, row.get(1)?)),
+            |row| {
+                Ok(Totals {
+                    total_units: row.get(0)?,
+                    total_delta: row.get(1)?,
+                    spent_units: row.get(2)?,
+                    spent_delta: row.get(3)?,
+                    queries: row.get(4)?,
+                })
+            },
         )
-        .optional()?
-        .unwrap_or((0, 0.0));
-    // SQLite's SUM fails with "integer overflow" rather than wrapping.
-    let (spent_units, spent_delta, queries): (i64, f64, i64) = connection.query_row(
-        "SELECT COALESCE(SUM(epsilon_units), 0), COALESCE(SUM(delta), 0.0), COUNT(*)
-         FROM spends WHERE account = ?1 AND status = 'charged'",
-        [account],
-        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-    )?;
-    Ok(Totals {
-        total_units,
-        total_delta,
-        spent_units,
-        spent_delta,
-        queries,
-    })
+        .optional()?;
+    Ok(totals.unwrap_or(Totals {
+        total_units: 0,
+        total_delta: 0.0,
+        spent_units: 0,
+        spent_delta: 0.0,
+        queries: 0,
+    }))
 }
 
 fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<BudgetState> {
@@ -454,9 +478,8 @@ mod tests {
         ledger
             .connection
             .execute_batch(
-                "UPDATE accounts SET epsilon_units = -9223372036854775807;
-                 INSERT INTO spends (query, epsilon_units, delta, status)
-                 VALUES ('a', 9223372036854775807, 0.0, 'charged');",
+                "UPDATE accounts SET epsilon_units = -9223372036854775807,
+                     spent_units = 9223372036854775807;",
             )
             .unwrap();
         assert!(matches!(
@@ -532,6 +555,36 @@ mod tests {
         assert_eq!((state.spent_epsilon, state.remaining_epsilon()), (1.5, 0.0));
         assert!(ann.charge(pure(1e-9), "q").is_err());
         assert!(!Ledger::has_account(&path, "carl/adult").unwrap());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn running_sums_equal_the_charges_after_charges_and_refunds() {
+        let path = temporary("running-sums");
+        let ledger = Ledger::open(&path, 100.0, 0.5).unwrap();
+        let mut charges = Vec::new();
+        for i in 0..40 {
+            let cost = PrivacyLoss::approximate(0.25 + f64::from(i % 7), 1e-4).unwrap();
+            charges.push(ledger.charge(cost, "q").unwrap());
+            if i % 3 == 0 {
+                let refunded = charges.remove(charges.len() / 2);
+                ledger.refund(refunded).unwrap();
+                ledger.refund(refunded).unwrap(); // a second refund gives nothing back
+            }
+        }
+        let (units, delta, count): (i64, f64, i64) = ledger
+            .connection
+            .query_row(
+                "SELECT SUM(epsilon_units), SUM(delta), COUNT(*) FROM spends WHERE status = 'charged'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        let state = ledger.state().unwrap();
+        assert_eq!(state.spent_epsilon, from_units(units));
+        assert!((state.spent_delta - delta).abs() < 1e-15);
+        assert_eq!(state.queries, count as u64);
+        assert_eq!(count as usize, charges.len());
         std::fs::remove_file(&path).unwrap();
     }
 }

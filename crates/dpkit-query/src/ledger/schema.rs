@@ -11,10 +11,16 @@ pub(super) const PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 
 /// Accounts (one budget each: the CLI's is named ""), their charges, and
 /// the answers kept for replay, each tied to the charge that paid for it.
+/// An account keeps its running sums of the charges not refunded, updated
+/// in the transaction of each charge and refund, so a charge costs the same
+/// whatever the history.
 const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          account TEXT PRIMARY KEY,
          epsilon_units INTEGER NOT NULL,
-         delta REAL NOT NULL);
+         delta REAL NOT NULL,
+         spent_units INTEGER NOT NULL DEFAULT 0,
+         spent_delta REAL NOT NULL DEFAULT 0.0,
+         queries INTEGER NOT NULL DEFAULT 0);
      CREATE TABLE IF NOT EXISTS spends (
          id INTEGER PRIMARY KEY AUTOINCREMENT,
          at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
@@ -30,12 +36,16 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          answer TEXT,
          PRIMARY KEY (account, request));";
 
-const INDEXES: &str = "CREATE INDEX IF NOT EXISTS spends_by_account ON spends (account, status);";
+const INDEXES: &str = "CREATE INDEX IF NOT EXISTS replays_by_spend ON replays (spend);";
 
 /// Creates the tables, moving a first-layout ledger to accounts in one
 /// transaction: its budget becomes account "", its charges stay its own.
 pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     connection.execute_batch(PRAGMAS)?;
+    // Already made: a read, not a write transaction, for every open.
+    if has_index(connection, "replays_by_spend")? && !has_table(connection, "budget")? {
+        return Ok(());
+    }
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let first_layout = has_table(&transaction, "budget")?;
     let old_spends =
@@ -47,8 +57,12 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     }
     if first_layout {
         transaction.execute_batch(
-            "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta)
-                 SELECT '', epsilon_units, delta FROM budget WHERE id = 1;
+            "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, spent_units, spent_delta, queries)
+                 SELECT '', epsilon_units, delta,
+                     (SELECT COALESCE(SUM(epsilon_units), 0) FROM spends WHERE status = 'charged'),
+                     (SELECT COALESCE(SUM(delta), 0.0) FROM spends WHERE status = 'charged'),
+                     (SELECT COUNT(*) FROM spends WHERE status = 'charged')
+                 FROM budget WHERE id = 1;
              DROP TABLE budget;",
         )?;
     }
@@ -59,6 +73,14 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
 fn has_table(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
     connection.query_row(
         "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |row| row.get(0),
+    )
+}
+
+fn has_index(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
+    connection.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'index' AND name = ?1",
         [name],
         |row| row.get(0),
     )

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use dpkit_core::rng::SecureRng;
-use dpkit_query::Ledger;
 
 use super::App;
 use super::auth::Analyst;
@@ -47,9 +46,8 @@ pub async fn budget(
 ) -> Result<Json<BudgetResponse>, ApiError> {
     let mut budgets = Vec::new();
     for i in app.granted_to(&analyst)? {
-        let name = app.datasets[i].name();
-        let ledger = Ledger::open_account(&app.state_path, &account(&analyst, name))?;
-        budgets.push(Budget::of(name, &ledger.state()?));
+        let state = app.ledger(&analyst, i)?.state()?;
+        budgets.push(Budget::of(app.datasets[i].name(), &state));
     }
     Ok(Json(BudgetResponse { budgets }))
 }
@@ -69,14 +67,13 @@ pub async fn explain(
     JsonBody(request): JsonBody<QueryRequest>,
 ) -> Result<Json<ExplainResponse>, ApiError> {
     let dataset = app.granted(&analyst, &request)?;
-    let account = account(&analyst, app.datasets[dataset].name());
     let run_app = app.clone();
     let (explanation, cost, state) = app
         .run(move || {
             let engine = &run_app.datasets[dataset].engine;
             let (explanation, cost) =
                 engine.explain_with_cost(&request.sql, &request.settings())?;
-            let state = Ledger::open_account(&run_app.state_path, &account)?.state()?;
+            let state = run_app.ledger(&analyst, dataset)?.state()?;
             Ok((explanation, cost, state))
         })
         .await?;
@@ -117,7 +114,7 @@ pub async fn query(
     let (once, state) = app
         .run(move || {
             let engine = &run_app.datasets[dataset].engine;
-            let ledger = Ledger::open_account(&run_app.state_path, &account)?;
+            let ledger = run_app.ledger(&analyst, dataset)?;
             let mut rng = SecureRng::from_os()?;
             let once = engine.answer_once(
                 &request.sql,

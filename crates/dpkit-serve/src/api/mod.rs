@@ -19,6 +19,7 @@ mod body;
 pub mod error;
 mod handlers;
 mod log;
+mod pool;
 pub mod types;
 
 pub use error::ApiError;
@@ -35,6 +36,10 @@ pub struct App {
     /// The limits.
     pub limits: Limits,
     analysts: Mutex<Analysts>,
+    /// Ledger connections kept open between requests.
+    ledgers: Arc<pool::LedgerPool>,
+    /// A connection to the ledger's file for reading grants.
+    grants: Mutex<dpkit_query::Ledger>,
     rate: auth::RateLimiter,
     pool: Semaphore,
     stripes: Vec<tokio::sync::Mutex<()>>,
@@ -42,8 +47,11 @@ pub struct App {
 
 impl App {
     /// The state of a server over `datasets`.
-    pub fn new(datasets: Vec<Dataset>, analysts: Analysts, limits: Limits) -> Self {
-        Self {
+    pub fn new(datasets: Vec<Dataset>, analysts: Analysts, limits: Limits) -> crate::Result<Self> {
+        let grants = Mutex::new(dpkit_query::Ledger::reader(analysts.path())?);
+        Ok(Self {
+            grants,
+            ledgers: Arc::default(),
             datasets,
             state_path: analysts.path().to_path_buf(),
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
@@ -51,7 +59,21 @@ impl App {
             stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             analysts: Mutex::new(analysts),
             limits,
-        }
+        })
+    }
+
+    /// `analyst`'s ledger on dataset `index`, from the pool.
+    fn ledger(&self, analyst: &str, index: usize) -> Result<pool::Pooled, dpkit_query::QueryError> {
+        self.ledgers.take(
+            &self.state_path,
+            &account(analyst, self.datasets[index].name()),
+        )
+    }
+
+    /// Whether `analyst` has been granted dataset `index`.
+    fn is_granted(&self, analyst: &str, index: usize) -> Result<bool, ApiError> {
+        let grants = self.grants.lock().map_err(|_| ApiError::internal())?;
+        Ok(grants.has_other_account(&account(analyst, self.datasets[index].name()))?)
     }
 
     /// The indices of the datasets granted to `analyst`.
@@ -77,7 +99,7 @@ impl App {
             .iter()
             .position(|d| d.name() == request.dataset)
             .ok_or_else(ApiError::forbidden)?;
-        if !self.granted_to(analyst)?.contains(&index) {
+        if !self.is_granted(analyst, index)? {
             return Err(ApiError::forbidden());
         }
         if request.sql.len() > self.limits.max_sql_bytes {

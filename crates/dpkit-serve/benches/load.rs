@@ -1,0 +1,203 @@
+//! Load on loopback: 1, 8 and 64 concurrent clients, each with its own
+//! keep-alive connection, sending Adult COUNT and GROUP BY queries that are
+//! all different (so each one is planned, charged, run, kept and released:
+//! no replays). Prints queries per second, p50 and p99 latency, and where
+//! one query's time goes, measured stage by stage in the same process.
+//!
+//! `cargo bench -p dpkit-serve --bench load [-- SECONDS]` (default 5 s per row)
+
+#[allow(dead_code)]
+#[path = "../tests/support/fixture.rs"]
+mod fixture;
+#[allow(dead_code)]
+#[path = "../tests/support/http.rs"]
+mod http;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use dpkit_core::rng::SecureRng;
+use dpkit_query::ledger::Once;
+use dpkit_query::release::{plan_noise, release};
+use dpkit_query::{Description, Ledger, QueryEngine, ReleaseSettings};
+use fixture::{TestServer, adult_description};
+
+const EPSILON: f64 = 0.001;
+
+fn sql(kind: &str, i: usize) -> String {
+    match kind {
+        "COUNT" => format!("SELECT COUNT(*) AS q{i} FROM adult"),
+        _ => format!(
+            "SELECT education, COUNT(*) AS q{i}, AVG(age) AS a{i} FROM adult GROUP BY education"
+        ),
+    }
+}
+
+/// `clients` threads for `seconds`: (answered, latencies in ms).
+fn run(
+    server: &TestServer,
+    key: &str,
+    kind: &'static str,
+    clients: usize,
+    seconds: f64,
+    next: &Arc<AtomicUsize>,
+) -> (usize, Vec<f64>) {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let (key, next, address) = (key.to_string(), next.clone(), server.address);
+            std::thread::spawn(move || {
+                let mut connection = http::Connection::new(address);
+                let mut latencies = Vec::new();
+                while Instant::now() < deadline {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let body = serde_json::json!({"dataset": "adult", "sql": sql(kind, i), "epsilon": EPSILON}).to_string();
+                    let started = Instant::now();
+                    let response = connection.send("POST", "/v1/query", Some(&key), Some(&body)).unwrap();
+                    assert_eq!(response.status, 200, "{}", response.body);
+                    latencies.push(started.elapsed().as_secs_f64() * 1e3);
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies: Vec<f64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    (latencies.len(), latencies)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Median of `repeats` timings of `work`, in ms.
+fn median_ms(repeats: usize, mut work: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..repeats)
+        .map(|_| {
+            let started = Instant::now();
+            work();
+            started.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[repeats / 2]
+}
+
+/// One query's stages, each timed alone on the same engine and a ledger in
+/// the same folder as the server's.
+fn stages(folder: &std::path::Path, kind: &str) {
+    let engine =
+        QueryEngine::open_in_memory(Description::load(&adult_description()).unwrap()).unwrap();
+    let path = folder.join("stages.sqlite");
+    Ledger::grant(&path, "bench/adult", 1000.0, 0.0).unwrap();
+    let ledger = Ledger::open_account(&path, "bench/adult").unwrap();
+    let settings = ReleaseSettings {
+        epsilon: EPSILON,
+        delta: 0.0,
+        mechanism: Default::default(),
+        confidence: 0.95,
+    };
+    let mut rng = SecureRng::from_os().unwrap();
+    let mut i = 0;
+    let query = engine.plan(&sql(kind, 0)).unwrap();
+    let noise = plan_noise(&query, &settings).unwrap();
+    let exact = engine.exact(&query).unwrap();
+    let plan = median_ms(200, || {
+        i += 1;
+        let query = engine.plan(&sql(kind, i)).unwrap();
+        plan_noise(&query, &settings).unwrap();
+    });
+    let scan = median_ms(200, || {
+        engine.exact(&query).unwrap();
+    });
+    let mut limited =
+        QueryEngine::open_in_memory(Description::load(&adult_description()).unwrap()).unwrap();
+    limited.set_limits(dpkit_query::RunLimits {
+        timeout: Some(Duration::from_secs(30)),
+        memory_bytes: Some(512 << 20),
+    });
+    let scan_limited = median_ms(200, || {
+        limited.exact(&query).unwrap();
+    });
+    let noise_time = median_ms(200, || {
+        release(&query, &noise, &exact, 0.95, &mut rng).unwrap();
+    });
+    let mut charges = Vec::new();
+    let charge = median_ms(200, || {
+        i += 1;
+        if let Once::Charged(charge) = ledger
+            .charge_once(noise.cost, "q", &format!("{kind} {i}"))
+            .unwrap()
+        {
+            charges.push(charge);
+        }
+    });
+    let mut kept = charges.into_iter();
+    let keep = median_ms(200, || {
+        ledger
+            .keep_answer(kept.next().unwrap(), "{\"answer\": 1}")
+            .unwrap();
+    });
+    let open = median_ms(200, || {
+        Ledger::open_account(&path, "bench/adult").unwrap();
+    });
+    println!(
+        "{kind:<8} stages (ms, median of 200): plan {plan:.2} · scan {scan:.2} (with time and memory limits {scan_limited:.2}) · noise {noise_time:.3} · \
+         ledger open {open:.2} · charge (fsync) {charge:.2} · keep answer (fsync) {keep:.2}"
+    );
+}
+
+fn main() {
+    let seconds: f64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(5.0);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    println!(
+        "dpkit serve under load on loopback · {cpu} · {} cores · {seconds} s per row",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let server = TestServer::start(
+        "load",
+        &[adult_description()],
+        "requests_per_second = 1000000\nburst = 1000000",
+    );
+    let key = server.analyst("bench", &["adult"], 1000.0, 0.0);
+    let next = Arc::new(AtomicUsize::new(0));
+    println!(
+        "{:<8} {:>8} {:>10} {:>9} {:>9}",
+        "query", "clients", "answers/s", "p50 ms", "p99 ms"
+    );
+    // `-- SECONDS COUNT` or `-- SECONDS GROUP` runs one kind only.
+    let only = std::env::args()
+        .skip(1)
+        .find(|a| a == "COUNT" || a == "GROUP");
+    let kinds = ["COUNT", "GROUP BY"]
+        .into_iter()
+        .filter(|k| only.as_deref().is_none_or(|o| k.starts_with(o)));
+    for kind in kinds {
+        for clients in [1, 8, 64] {
+            let (answered, latencies) = run(&server, &key, kind, clients, seconds, &next);
+            println!(
+                "{kind:<8} {clients:>8} {:>10.0} {:>9.2} {:>9.2}",
+                answered as f64 / seconds,
+                percentile(&latencies, 0.5),
+                percentile(&latencies, 0.99)
+            );
+        }
+    }
+    for kind in ["COUNT", "GROUP BY"] {
+        stages(&server.folder, kind);
+    }
+}

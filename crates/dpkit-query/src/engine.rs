@@ -390,19 +390,17 @@ impl QueryEngine {
                     replay: false,
                 });
             }
-            // A failure that may depend on the data is kept like an answer:
-            // asked again, it fails again for free, and never runs again
-            // under the same charge (a time limit could pass the second time).
-            Err(QueryError::FailedWhileRunning(reason)) => Kept::Failed(reason.clone()),
-            Err(_) => {
-                return outcome.map(|table| OnceAnswer {
-                    table,
-                    replay: false,
-                });
-            }
+            // A failure after the charge may depend on the data: it is kept
+            // like an answer, so asked again it fails again for free and
+            // never runs again under the same charge (a time limit could
+            // pass the second time).
+            Err(error) => Kept::Failed(failure_reason(error)),
             Ok(table) => Kept::Answer(table.clone()),
         };
-        ledger.keep_answer(charge, &serde_json::to_string(&kept).map_err(result_error)?)?;
+        let text = serde_json::to_string(&kept).map_err(result_error)?;
+        if let Some(first) = ledger.keep_answer(charge, &text)? {
+            return replayed(&first);
+        }
         outcome.map(|table| OnceAnswer {
             table,
             replay: false,
@@ -459,6 +457,14 @@ enum Kept {
     Answer(ReleasedTable),
     /// A failure that may depend on the data, with its data-free reason.
     Failed(String),
+}
+
+/// The data-free reason of a failure after a charge.
+fn failure_reason(error: &QueryError) -> String {
+    match error {
+        QueryError::FailedWhileRunning(reason) => reason.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// A kept answer, released again.

@@ -70,3 +70,63 @@ fn sixty_four_concurrent_queries_against_a_budget_for_ten_get_exactly_ten_answer
         );
     }
 }
+
+/// A query that runs for a while: 100 text searches per row.
+fn slow_sql() -> String {
+    fn tree(terms: &[String]) -> String {
+        match terms {
+            [one] => one.clone(),
+            _ => {
+                let (left, right) = terms.split_at(terms.len() / 2);
+                format!("({} OR {})", tree(left), tree(right))
+            }
+        }
+    }
+    let terms: Vec<String> = (0..100)
+        .map(|i| format!("strpos(reverse(lower(occupation)), 'zq{i}') > 0"))
+        .collect();
+    format!(
+        "SELECT COUNT(*) FROM adult WHERE age < 40 AND NOT {}",
+        tree(&terms)
+    )
+}
+
+#[test]
+fn clients_that_leave_mid_run_never_get_a_second_answer_for_one_charge() {
+    use std::io::Write;
+    let server = TestServer::start(
+        "leave",
+        &[adult_description()],
+        "requests_per_second = 100000\nburst = 100000",
+    );
+    let key = server.analyst("eve", &["adult"], 10.0, 0.0);
+    let body =
+        serde_json::json!({"dataset": "adult", "sql": slow_sql(), "epsilon": 0.01}).to_string();
+    let raw = format!(
+        "POST /v1/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // Copies of one request, each abandoned while its run is under way.
+    for _ in 0..8 {
+        let mut stream = std::net::TcpStream::connect(server.address).unwrap();
+        stream.write_all(raw.as_bytes()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(15));
+        drop(stream);
+    }
+    let mut answers = Vec::new();
+    for _ in 0..20 {
+        let response = request(server.address, "POST", "/v1/query", Some(&key), Some(&body));
+        assert_eq!(response.status, 200, "{}", response.body);
+        answers.push(response.json()["rows"].clone());
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    assert!(
+        answers.windows(2).all(|w| w[0] == w[1]),
+        "one charge, several answers: {answers:?}"
+    );
+    let state = Ledger::open_account(&server.state, "eve/adult")
+        .unwrap()
+        .state()
+        .unwrap();
+    assert_eq!((state.queries, state.spent_epsilon), (1, 0.01));
+}

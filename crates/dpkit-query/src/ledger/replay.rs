@@ -71,17 +71,31 @@ impl Ledger {
         })
     }
 
-    /// Keeps `answer` for the request `charge` paid for. It is on disk when
-    /// this returns, so it may then be released.
-    pub fn keep_answer(&self, charge: Charge, answer: &str) -> Result<()> {
+    /// Keeps `answer` for the request `charge` paid for, unless an answer
+    /// is kept for it already: then that one is returned, and must be
+    /// released instead (one charge, one answer, whatever runs raced). It
+    /// is on disk when this returns, so it may then be released.
+    pub fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<String>> {
         self.locked(|connection| {
-            connection
+            let kept = connection
                 .execute(
-                    "UPDATE replays SET answer = ?2 WHERE account = ?1 AND spend = ?3",
+                    "UPDATE replays SET answer = ?2
+                     WHERE account = ?1 AND spend = ?3 AND answer IS NULL",
                     params![self.account, answer, charge.0],
                 )
                 .map_err(|e| self.error(e))?;
-            Ok(())
+            if kept == 1 {
+                return Ok(None);
+            }
+            connection
+                .query_row(
+                    "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
+                    params![self.account, charge.0],
+                    |row| row.get::<_, Option<String>>(0),
+                )
+                .optional()
+                .map_err(|e| self.error(e))
+                .map(Option::flatten)
         })
     }
 }
@@ -115,7 +129,15 @@ mod tests {
             ledger.charge_once(pure(0.5), "q", "r").unwrap(),
             Once::Unanswered(charge)
         );
-        ledger.keep_answer(charge, "the answer").unwrap();
+        assert_eq!(ledger.keep_answer(charge, "the answer").unwrap(), None);
+        // A second run under the same charge cannot replace the first answer.
+        assert_eq!(
+            ledger
+                .keep_answer(charge, "another answer")
+                .unwrap()
+                .as_deref(),
+            Some("the answer")
+        );
         for _ in 0..3 {
             assert_eq!(
                 ledger.charge_once(pure(0.5), "q", "r").unwrap(),

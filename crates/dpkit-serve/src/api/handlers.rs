@@ -69,7 +69,7 @@ pub async fn explain(
     let dataset = app.granted(&analyst, &request)?;
     let run_app = app.clone();
     let (explanation, cost, state) = app
-        .run(move || {
+        .run((), move || {
             let engine = &run_app.datasets[dataset].engine;
             let (explanation, cost) =
                 engine.explain_with_cost(&request.sql, &request.settings())?;
@@ -109,10 +109,10 @@ pub async fn query(
     let canonical = request.canonical(&app.datasets[dataset].fingerprint);
     // One request text of one account runs at a time (the ledger's replay
     // needs it): a second copy waits, then finds the first one's answer.
-    let _same = app.same_request(&account, &canonical).lock().await;
+    let same = app.same_request(&account, &canonical).await;
     let run_app = app.clone();
     let (once, state) = app
-        .run(move || {
+        .run(same, move || {
             let engine = &run_app.datasets[dataset].engine;
             let ledger = run_app.ledger(&analyst, dataset)?;
             let mut rng = SecureRng::from_os()?;

@@ -41,8 +41,8 @@ pub struct App {
     /// A connection to the ledger's file for reading grants.
     grants: Mutex<dpkit_query::Ledger>,
     rate: auth::RateLimiter,
-    pool: Semaphore,
-    stripes: Vec<tokio::sync::Mutex<()>>,
+    pool: Arc<Semaphore>,
+    stripes: Vec<Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl App {
@@ -55,8 +55,8 @@ impl App {
             datasets,
             state_path: analysts.path().to_path_buf(),
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
-            pool: Semaphore::new(limits.workers),
-            stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            pool: Arc::new(Semaphore::new(limits.workers)),
+            stripes: (0..STRIPES).map(|_| Arc::default()).collect(),
             analysts: Mutex::new(analysts),
             limits,
         })
@@ -111,28 +111,39 @@ impl App {
         Ok(index)
     }
 
-    /// The lock every copy of one request of one account takes.
-    fn same_request(&self, account: &str, request: &str) -> &tokio::sync::Mutex<()> {
+    /// Takes the lock every copy of one request of one account takes. It
+    /// is owned, so the run it guards keeps it even if the client leaves.
+    async fn same_request(&self, account: &str, request: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         (account, request).hash(&mut hasher);
-        &self.stripes[(hasher.finish() % STRIPES as u64) as usize]
+        let stripe = &self.stripes[(hasher.finish() % STRIPES as u64) as usize];
+        stripe.clone().lock_owned().await
     }
 
     /// Runs `work` (planning, the engine, the ledger: all blocking) on the
-    /// bounded pool: at most `workers` at once.
-    async fn run<T: Send + 'static>(
+    /// bounded pool: at most `workers` at once. The permit and `guard` move
+    /// into the run: a client that leaves drops its request, never the run
+    /// under way, which goes on counting against the pool and holding its
+    /// request's lock until it ends.
+    async fn run<T: Send + 'static, G: Send + 'static>(
         &self,
+        guard: G,
         work: impl FnOnce() -> Result<T, dpkit_query::QueryError> + Send + 'static,
     ) -> Result<T, ApiError> {
-        let _permit = self
+        let permit = self
             .pool
-            .acquire()
+            .clone()
+            .acquire_owned()
             .await
             .map_err(|_| ApiError::internal())?;
-        tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|_| ApiError::internal())?
-            .map_err(ApiError::from)
+        tokio::task::spawn_blocking(move || {
+            let outcome = work();
+            drop((permit, guard));
+            outcome
+        })
+        .await
+        .map_err(|_| ApiError::internal())?
+        .map_err(ApiError::from)
     }
 }
 

@@ -587,4 +587,40 @@ mod tests {
         assert_eq!(count as usize, charges.len());
         std::fs::remove_file(&path).unwrap();
     }
+
+    #[test]
+    fn accounts_without_running_sums_get_them_from_their_charges() {
+        let path = temporary("no-sums");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE accounts (account TEXT PRIMARY KEY, epsilon_units INTEGER NOT NULL,
+                     delta REAL NOT NULL);
+                 CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT,
+                     at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+                     query TEXT NOT NULL, epsilon_units INTEGER NOT NULL, delta REAL NOT NULL,
+                     status TEXT NOT NULL CHECK (status IN ('charged', 'refunded')),
+                     account TEXT NOT NULL DEFAULT '');
+                 CREATE TABLE replays (account TEXT NOT NULL, request TEXT NOT NULL,
+                     spend INTEGER NOT NULL REFERENCES spends (id), answer TEXT,
+                     PRIMARY KEY (account, request));
+                 INSERT INTO accounts VALUES ('a', 5000000000000000, 0.0), ('b', 5000000000000000, 0.0);
+                 INSERT INTO spends (query, epsilon_units, delta, status, account) VALUES
+                     ('q', 2000000000000000, 0.0, 'charged', 'a'),
+                     ('q', 1000000000000000, 0.0, 'refunded', 'a'),
+                     ('q', 4000000000000000, 0.0, 'charged', 'b');",
+            )
+            .unwrap();
+        let a = Ledger::open_account(&path, "a").unwrap().state().unwrap();
+        let b = Ledger::open_account(&path, "b").unwrap().state().unwrap();
+        assert_eq!((a.spent_epsilon, a.queries), (2.0, 1));
+        assert_eq!((b.spent_epsilon, b.queries), (4.0, 1));
+        assert!(
+            Ledger::open_account(&path, "b")
+                .unwrap()
+                .charge(pure(1.5), "q")
+                .is_err()
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
 }

@@ -38,37 +38,58 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
 
 const INDEXES: &str = "CREATE INDEX IF NOT EXISTS replays_by_spend ON replays (spend);";
 
-/// Creates the tables, moving a first-layout ledger to accounts in one
-/// transaction: its budget becomes account "", its charges stay its own.
+/// Creates the tables in one transaction, moving an older ledger along:
+/// a first-layout budget becomes account "" and its charges stay its own;
+/// accounts without running sums get them, summed from their charges.
 pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     connection.execute_batch(PRAGMAS)?;
     // Already made: a read, not a write transaction, for every open.
-    if has_index(connection, "replays_by_spend")? && !has_table(connection, "budget")? {
+    if has_index(connection, "replays_by_spend")?
+        && !has_table(connection, "budget")?
+        && has_column(connection, "accounts", "spent_units")?
+    {
         return Ok(());
     }
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let first_layout = has_table(&transaction, "budget")?;
     let old_spends =
         has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "account")?;
+    let no_sums = has_table(&transaction, "accounts")?
+        && !has_column(&transaction, "accounts", "spent_units")?;
     transaction.execute_batch(TABLES)?;
     if old_spends {
         transaction
             .execute_batch("ALTER TABLE spends ADD COLUMN account TEXT NOT NULL DEFAULT '';")?;
     }
+    if no_sums {
+        transaction.execute_batch(
+            "ALTER TABLE accounts ADD COLUMN spent_units INTEGER NOT NULL DEFAULT 0;
+             ALTER TABLE accounts ADD COLUMN spent_delta REAL NOT NULL DEFAULT 0.0;
+             ALTER TABLE accounts ADD COLUMN queries INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
     if first_layout {
         transaction.execute_batch(
-            "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, spent_units, spent_delta, queries)
-                 SELECT '', epsilon_units, delta,
-                     (SELECT COALESCE(SUM(epsilon_units), 0) FROM spends WHERE status = 'charged'),
-                     (SELECT COALESCE(SUM(delta), 0.0) FROM spends WHERE status = 'charged'),
-                     (SELECT COUNT(*) FROM spends WHERE status = 'charged')
-                 FROM budget WHERE id = 1;
+            "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta)
+                 SELECT '', epsilon_units, delta FROM budget WHERE id = 1;
              DROP TABLE budget;",
         )?;
+    }
+    if first_layout || no_sums {
+        transaction.execute_batch(SUMS)?;
     }
     transaction.execute_batch(INDEXES)?;
     transaction.commit()
 }
+
+/// Every account's running sums, from its charges not refunded.
+const SUMS: &str = "UPDATE accounts SET
+     spent_units = (SELECT COALESCE(SUM(epsilon_units), 0) FROM spends s
+                    WHERE s.account = accounts.account AND s.status = 'charged'),
+     spent_delta = (SELECT COALESCE(SUM(delta), 0.0) FROM spends s
+                    WHERE s.account = accounts.account AND s.status = 'charged'),
+     queries = (SELECT COUNT(*) FROM spends s
+                WHERE s.account = accounts.account AND s.status = 'charged');";
 
 fn has_table(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
     connection.query_row(

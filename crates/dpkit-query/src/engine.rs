@@ -277,15 +277,19 @@ impl QueryEngine {
                         .collect()
                         .await
                 };
-                match self.limits.timeout {
-                    Some(limit) => {
-                        tokio::time::timeout(limit, collect)
-                            .await
-                            .unwrap_or_else(|_| {
-                                Err(DataFusionError::ResourcesExhausted(TIMED_OUT.into()))
-                            })
+                let Some(limit) = self.limits.timeout else {
+                    return collect.await;
+                };
+                let started = std::time::Instant::now();
+                let outcome = tokio::time::timeout(limit, collect).await;
+                // A run that finished in its first poll is not cut short by
+                // the timer: it is checked here, so the limit holds either way.
+                match outcome {
+                    Ok(Ok(_)) if started.elapsed() > limit => {
+                        Err(DataFusionError::ResourcesExhausted(TIMED_OUT.into()))
                     }
-                    None => collect.await,
+                    Ok(result) => result,
+                    Err(_) => Err(DataFusionError::ResourcesExhausted(TIMED_OUT.into())),
                 }
             })
         });

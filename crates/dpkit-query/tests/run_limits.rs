@@ -31,10 +31,11 @@ fn ledger(name: &str) -> (std::path::PathBuf, Ledger) {
     (path, ledger)
 }
 
-fn failure(outcome: Result<dpkit_query::OnceAnswer, QueryError>) -> String {
+fn failure(name: &str, outcome: Result<dpkit_query::OnceAnswer, QueryError>) -> String {
     match outcome {
         Err(QueryError::FailedWhileRunning(reason)) => reason,
-        other => panic!("expected a failure while running, got {other:?}"),
+        Err(other) => panic!("{name}: expected a failure while running, got {other}"),
+        Ok(_) => panic!("{name}: expected a failure while running, got an answer"),
     }
 }
 
@@ -62,12 +63,16 @@ fn runs_over_their_limits_fail_once_charged_and_fail_again_free() {
         let mut engine = QueryEngine::open_in_memory(adult_description()).unwrap();
         engine.set_limits(limits);
         let (path, ledger) = ledger(name);
-        let first =
-            failure(engine.answer_once(GROUPS, &settings(1.0, 0.0), &ledger, "r", &mut rng));
+        let first = failure(
+            name,
+            engine.answer_once(GROUPS, &settings(1.0, 0.0), &ledger, "r", &mut rng),
+        );
         assert!(first.contains(reason), "{name}: {first}");
         for _ in 0..3 {
-            let again =
-                failure(engine.answer_once(GROUPS, &settings(1.0, 0.0), &ledger, "r", &mut rng));
+            let again = failure(
+                name,
+                engine.answer_once(GROUPS, &settings(1.0, 0.0), &ledger, "r", &mut rng),
+            );
             assert_eq!(again, first);
         }
         let state = ledger.state().unwrap();

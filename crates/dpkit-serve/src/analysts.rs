@@ -83,21 +83,20 @@ pub fn grant(state: &Path, analyst: &str, dataset: &str, epsilon: f64, delta: f6
     )?)
 }
 
+/// `bytes` in lower-case hexadecimal.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn hash(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(key.as_bytes()))
 }
 
 fn new_key() -> Result<String> {
     let mut rng = SecureRng::from_os().map_err(|e| ServeError::State(e.to_string()))?;
     let mut bytes = [0u8; 32];
     rng.fill_bytes(&mut bytes);
-    Ok(format!(
-        "{KEY_PREFIX}{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    Ok(format!("{KEY_PREFIX}{}", hex(&bytes)))
 }
 
 impl Analysts {

@@ -152,10 +152,5 @@ fn fingerprint(description: &Path, data: &Path) -> Result<String> {
     digest.update(&text);
     digest.update(meta.map_or(0, |m| m.len()).to_le_bytes());
     digest.update(modified.to_le_bytes());
-    Ok(digest
-        .finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(crate::analysts::hex(&digest.finalize()[..16]))
 }

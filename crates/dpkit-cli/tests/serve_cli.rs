@@ -77,9 +77,16 @@ struct Running {
 }
 
 fn start(folder: &Path, log: &Path) -> Running {
+    start_with(folder, log, &[]).0
+}
+
+/// Starts the server with `extra` arguments; also the lines it printed
+/// before the one with its address.
+fn start_with(folder: &Path, log: &Path, extra: &[&str]) -> (Running, Vec<String>) {
     let mut child = dpkit()
         .args(["serve", "--config"])
         .arg(folder.join("serve.toml"))
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(
             std::fs::OpenOptions::new()
@@ -90,17 +97,19 @@ fn start(folder: &Path, log: &Path) -> Running {
         )
         .spawn()
         .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut before = Vec::new();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    while stdout.read_line(&mut line).unwrap() > 0 && !line.contains("http://") {
+        before.push(std::mem::take(&mut line));
+    }
     let address = line
         .split("http://")
         .nth(1)
         .and_then(|rest| rest.split('/').next())
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("the server did not start: {line:?}"));
-    Running { child, address }
+    (Running { child, address }, before)
 }
 
 #[test]
@@ -140,6 +149,40 @@ fn analysts_are_added_listed_budgeted_and_revoked_from_the_command_line() {
         !state.windows(64).any(|w| w == &key.as_bytes()[4..]),
         "the key is stored"
     );
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn the_demo_makes_its_analyst_once_and_answers_with_its_key() {
+    let folder = setup("demo");
+    let log = folder.join("server.log");
+    let mut keys = Vec::new();
+    for _ in 0..2 {
+        let (mut server, printed) = start_with(&folder, &log, &["--demo"]);
+        let key = printed
+            .iter()
+            .find_map(|l| l.split_whitespace().find(|w| w.starts_with("dpk_")))
+            .unwrap_or_else(|| panic!("no key printed: {printed:?}"))
+            .to_string();
+        let body = r#"{"dataset":"adult","sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}"#;
+        let answer = request(server.address, "POST", "/v1/query", Some(&key), Some(body));
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+        keys.push(key);
+    }
+    assert_eq!(keys[0], keys[1], "the second start reuses the demo analyst");
+    let kept = std::fs::read_to_string(folder.join("state/demo.key")).unwrap();
+    assert_eq!(kept.trim(), keys[0]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(folder.join("state/demo.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "the key file is the owner's alone");
+    }
     std::fs::remove_dir_all(&folder).unwrap();
 }
 

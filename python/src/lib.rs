@@ -1,0 +1,131 @@
+//! `dpkit._dpkit`: the additive mechanisms of dpkit-core for Python. Arrays
+//! are filled in Rust with the GIL released, from the OS-seeded generator
+//! (or, only under a name that says so, a seeded one for tests).
+
+use std::sync::Mutex;
+
+use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
+use dpkit_core::rng::{InsecureSeededRng, with_thread_secure_rng};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+fn value_error(error: dpkit_core::Error) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
+
+/// One additive mechanism, built by dpkit-core's validated constructors.
+#[pyclass(module = "dpkit._dpkit", subclass, frozen)]
+struct Additive {
+    noise: AdditiveNoise,
+    /// Set only by `_seeded_for_testing`: never on a production path.
+    seeded: Option<Mutex<InsecureSeededRng>>,
+}
+
+impl Additive {
+    fn build(kind: &str, epsilon: f64, sensitivity: f64, delta: f64) -> PyResult<AdditiveNoise> {
+        let kind = MechanismKind::from_name(kind)
+            .ok_or_else(|| PyValueError::new_err(format!("no additive mechanism named {kind}")))?;
+        AdditiveNoise::build(kind, epsilon, delta, sensitivity).map_err(value_error)
+    }
+
+    /// Releases every value of `values` in place.
+    fn fill(&self, values: &mut [f64]) -> Result<(), dpkit_core::Error> {
+        match &self.seeded {
+            Some(rng) => {
+                let mut rng = rng.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                self.noise.release_slice(values, &mut *rng)
+            }
+            None => with_thread_secure_rng(|rng| self.noise.release_slice(values, rng))?,
+        }
+    }
+}
+
+#[pymethods]
+impl Additive {
+    #[new]
+    #[pyo3(signature = (kind, epsilon, sensitivity, delta = 0.0))]
+    fn new(kind: &str, epsilon: f64, sensitivity: f64, delta: f64) -> PyResult<Self> {
+        Ok(Self {
+            noise: Self::build(kind, epsilon, sensitivity, delta)?,
+            seeded: None,
+        })
+    }
+
+    /// A mechanism whose noise comes from a seeded generator: for tests and
+    /// experiments only, never for a release.
+    #[staticmethod]
+    fn _seeded_for_testing(
+        kind: &str,
+        epsilon: f64,
+        sensitivity: f64,
+        delta: f64,
+        seed: u64,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            noise: Self::build(kind, epsilon, sensitivity, delta)?,
+            seeded: Some(Mutex::new(InsecureSeededRng::from_seed_for_testing(seed))),
+        })
+    }
+
+    /// `x` plus noise: a float or int for a number, a new float64 array for
+    /// a numpy array (filled in Rust without the GIL).
+    fn release<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(array) = x.extract::<PyReadonlyArray1<'py, f64>>() {
+            let mut values = array.as_slice()?.to_vec();
+            py.detach(|| self.fill(&mut values)).map_err(value_error)?;
+            return Ok(PyArray1::from_vec(py, values).into_any());
+        }
+        if x.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyTypeError::new_err(
+                "release takes a number or a float64 array, not a bool",
+            ));
+        }
+        let integer = self.noise.is_integer();
+        let value: f64 = x
+            .extract()
+            .map_err(|_| PyTypeError::new_err("release takes a number or a 1-D float64 array"))?;
+        let mut one = [value];
+        self.fill(&mut one).map_err(value_error)?;
+        if integer {
+            Ok((one[0] as i64).into_pyobject(py)?.into_any())
+        } else {
+            Ok(one[0].into_pyobject(py)?.into_any())
+        }
+    }
+
+    /// E|noise|, in closed form.
+    fn expected_abs_error(&self) -> f64 {
+        self.noise.accuracy().expected_absolute_error()
+    }
+
+    /// The noise's variance, in closed form.
+    fn variance(&self) -> f64 {
+        self.noise.accuracy().variance()
+    }
+
+    /// The half-width h with P(|noise| ≤ h) ≥ `confidence`.
+    fn interval(&self, confidence: f64) -> PyResult<f64> {
+        if !(confidence > 0.0 && confidence < 1.0) {
+            return Err(PyValueError::new_err(format!(
+                "confidence must lie in (0, 1), got {confidence}"
+            )));
+        }
+        self.noise
+            .accuracy()
+            .confidence_half_width(1.0 - confidence)
+            .map_err(value_error)
+    }
+
+    /// The mechanism's catalogue name.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.noise.kind().name()
+    }
+}
+
+/// The compiled core of `import dpkit`.
+#[pymodule]
+fn _dpkit(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Additive>()
+}

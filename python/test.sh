@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds `import dpkit` (an abi3 wheel, with maturin) in a fresh venv and
+# runs its pytest suite and doctests against the installed wheel.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+venv="$HOME/.cache/dpkit/py-test-venv"
+export CARGO_TARGET_DIR="$HOME/.cache/dpkit/py-target"
+rm -rf "$venv" "$CARGO_TARGET_DIR/wheels"
+python3 -m venv "$venv"
+"$venv/bin/pip" install -q maturin numpy pytest
+"$venv/bin/maturin" build -q --release -m "$here/Cargo.toml" --out "$CARGO_TARGET_DIR/wheels"
+"$venv/bin/pip" install -q "$CARGO_TARGET_DIR"/wheels/dpkit-*.whl
+# From elsewhere, so that the source folder cannot stand in for the wheel.
+cd "$(mktemp -d)"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/tests"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider --doctest-modules --pyargs dpkit

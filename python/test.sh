@@ -3,11 +3,15 @@
 # runs its pytest suite and doctests against the installed wheel.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# The client's tests start a real `dpkit serve`: the binary of the main build.
+main_target="${CARGO_TARGET_DIR:-$HOME/.cache/dpkit/target}"
+(cd "$here/.." && CARGO_TARGET_DIR="$main_target" cargo build -q -p dpkit-cli)
+export DPKIT_BIN="$main_target/debug/dpkit"
 venv="$HOME/.cache/dpkit/py-test-venv"
 export CARGO_TARGET_DIR="$HOME/.cache/dpkit/py-target"
 rm -rf "$venv" "$CARGO_TARGET_DIR/wheels"
 python3 -m venv "$venv"
-"$venv/bin/pip" install -q maturin numpy pytest
+"$venv/bin/pip" install -q maturin numpy pandas pytest
 "$venv/bin/maturin" build -q --release -m "$here/Cargo.toml" --out "$CARGO_TARGET_DIR/wheels"
 "$venv/bin/pip" install -q "$CARGO_TARGET_DIR"/wheels/dpkit-*.whl
 # From elsewhere, so that the source folder cannot stand in for the wheel.

@@ -14,6 +14,7 @@ without the GIL, from a generator seeded by the operating system.
 """
 
 from ._dpkit import Additive as _Additive
+from .client import Client, ServeError
 
 __all__ = [
     "Laplace",
@@ -23,6 +24,8 @@ __all__ = [
     "Gaussian",
     "DiscreteGaussian",
     "seeded_for_testing",
+    "Client",
+    "ServeError",
 ]
 
 

@@ -14,6 +14,13 @@ without the GIL, from a generator seeded by the operating system.
 """
 
 from ._dpkit import Additive as _Additive
+from ._dpkit import (
+    Budget,
+    advanced_composition,
+    group_privacy,
+    parallel_composition,
+    sequential_composition,
+)
 from .client import Client, ServeError
 
 __all__ = [
@@ -26,6 +33,11 @@ __all__ = [
     "seeded_for_testing",
     "Client",
     "ServeError",
+    "Budget",
+    "sequential_composition",
+    "parallel_composition",
+    "group_privacy",
+    "advanced_composition",
 ]
 
 

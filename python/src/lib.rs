@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+use dpkit_core::accounting::{self, PrivacyBudget, PrivacyLoss};
 use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
 use dpkit_core::rng::{InsecureSeededRng, with_thread_secure_rng};
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -117,6 +118,13 @@ impl Additive {
             .map_err(value_error)
     }
 
+    /// The privacy one release provides: (ε, δ).
+    #[getter]
+    fn privacy(&self) -> (f64, f64) {
+        let loss = self.noise.privacy();
+        (loss.epsilon(), loss.delta())
+    }
+
     /// The mechanism's catalogue name.
     #[getter]
     fn kind(&self) -> &'static str {
@@ -124,8 +132,98 @@ impl Additive {
     }
 }
 
+fn loss(epsilon: f64, delta: f64) -> PyResult<PrivacyLoss> {
+    PrivacyLoss::approximate(epsilon, delta).map_err(value_error)
+}
+
+fn pair(loss: PrivacyLoss) -> (f64, f64) {
+    (loss.epsilon(), loss.delta())
+}
+
+/// A total budget that refuses to be overspent (dpkit-core's
+/// `PrivacyBudget`: sums are exact in integer units).
+#[pyclass(module = "dpkit._dpkit")]
+struct Budget {
+    budget: PrivacyBudget,
+}
+
+#[pymethods]
+impl Budget {
+    #[new]
+    #[pyo3(signature = (epsilon, delta = 0.0))]
+    fn new(epsilon: f64, delta: f64) -> PyResult<Self> {
+        Ok(Self {
+            budget: PrivacyBudget::new(loss(epsilon, delta)?),
+        })
+    }
+
+    /// Records a cost of (ε, δ) if it fits; raises `ValueError` and changes
+    /// nothing if it does not.
+    #[pyo3(signature = (epsilon, delta = 0.0))]
+    fn spend(&mut self, epsilon: f64, delta: f64) -> PyResult<()> {
+        self.budget
+            .spend(loss(epsilon, delta)?)
+            .map_err(value_error)
+    }
+
+    /// (ε, δ) spent.
+    #[getter]
+    fn spent(&self) -> (f64, f64) {
+        pair(self.budget.spent())
+    }
+
+    /// (ε, δ) left.
+    #[getter]
+    fn remaining(&self) -> (f64, f64) {
+        pair(self.budget.remaining())
+    }
+}
+
+fn losses(costs: Vec<(f64, f64)>) -> PyResult<Vec<PrivacyLoss>> {
+    costs.into_iter().map(|(e, d)| loss(e, d)).collect()
+}
+
+/// The cost of running every mechanism of `costs` on the same data.
+#[pyfunction]
+fn sequential_composition(costs: Vec<(f64, f64)>) -> PyResult<(f64, f64)> {
+    Ok(pair(accounting::sequential_composition(&losses(costs)?)))
+}
+
+/// The cost of running each mechanism of `costs` on disjoint data.
+#[pyfunction]
+fn parallel_composition(costs: Vec<(f64, f64)>) -> PyResult<(f64, f64)> {
+    Ok(pair(accounting::parallel_composition(&losses(costs)?)))
+}
+
+/// The guarantee (ε, δ) gives a group of `size` people.
+#[pyfunction]
+fn group_privacy(epsilon: f64, delta: f64, size: u32) -> PyResult<(f64, f64)> {
+    Ok(pair(
+        accounting::group_privacy(loss(epsilon, delta)?, size).map_err(value_error)?,
+    ))
+}
+
+/// Advanced composition of `steps` runs of (ε, δ), with slack δ'.
+#[pyfunction]
+fn advanced_composition(
+    epsilon: f64,
+    delta: f64,
+    steps: u64,
+    delta_slack: f64,
+) -> PyResult<(f64, f64)> {
+    Ok(pair(
+        accounting::advanced_composition(loss(epsilon, delta)?, steps, delta_slack)
+            .map_err(value_error)?,
+    ))
+}
+
 /// The compiled core of `import dpkit`.
 #[pymodule]
 fn _dpkit(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_class::<Additive>()
+    module.add_class::<Additive>()?;
+    module.add_class::<Budget>()?;
+    module.add_function(wrap_pyfunction!(sequential_composition, module)?)?;
+    module.add_function(wrap_pyfunction!(parallel_composition, module)?)?;
+    module.add_function(wrap_pyfunction!(group_privacy, module)?)?;
+    module.add_function(wrap_pyfunction!(advanced_composition, module)?)
 }

@@ -298,6 +298,18 @@ impl AdditiveNoise {
         })
     }
 
+    /// The privacy one release provides (each value of a slice, separately).
+    pub fn privacy(&self) -> crate::accounting::PrivacyLoss {
+        match self {
+            Self::Laplace(m) => RealMechanism::privacy(m),
+            Self::Staircase(m) => RealMechanism::privacy(m),
+            Self::Gaussian(m) => RealMechanism::privacy(m),
+            Self::Geometric(m) => IntegerMechanism::privacy(m),
+            Self::DiscreteStaircase(m) => IntegerMechanism::privacy(m),
+            Self::DiscreteGaussian(m) => IntegerMechanism::privacy(m),
+        }
+    }
+
     /// Replaces every value of `values` by its release, each at this
     /// mechanism's cost (validated before any changes, as the mechanisms'
     /// own batch paths do). Integer noise takes each value rounded.
@@ -367,6 +379,7 @@ mod tests {
     fn a_slice_is_released_whole_by_integer_noise_and_checked_before_any_change() {
         let mut rng = InsecureSeededRng::from_seed_for_testing(5);
         for noise in every_additive() {
+            assert_eq!(noise.privacy().epsilon(), 1.0, "{:?}", noise.kind());
             let mut values = vec![10.0; 1000];
             noise.release_slice(&mut values, &mut rng).unwrap();
             assert!(values.iter().any(|v| *v != 10.0), "{:?}", noise.kind());

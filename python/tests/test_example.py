@@ -1,0 +1,20 @@
+"""The example script runs, end to end, on the bundled Adult data."""
+
+import pathlib
+import subprocess
+import sys
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "examples" / "story.py"
+
+
+def test_the_story_runs_and_tells_all_three_parts():
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    ratios = [float(line.split()[-1]) for line in lines[2:6]]
+    assert len(ratios) == 4 and all(0 < r <= 1.0 for r in ratios), "the staircase never loses"
+    assert ratios[-1] < ratios[0], "and wins more as ε grows"
+    assert any("private mean" in line for line in lines)
+    assert any("left: ε = 0.0" in line for line in lines), "the budget is spent exactly"
+    histogram = [line for line in lines if "(exact" in line]
+    assert len(histogram) == 9, done.stdout

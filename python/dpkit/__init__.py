@@ -15,7 +15,10 @@ without the GIL, from a generator seeded by the operating system.
 
 from ._dpkit import Additive as _Additive
 from ._dpkit import (
+    BinaryRandomizedResponse,
     Budget,
+    ExponentialMechanism,
+    KaryRandomizedResponse,
     advanced_composition,
     group_privacy,
     parallel_composition,
@@ -34,6 +37,9 @@ __all__ = [
     "Client",
     "ServeError",
     "Budget",
+    "BinaryRandomizedResponse",
+    "KaryRandomizedResponse",
+    "ExponentialMechanism",
     "sequential_composition",
     "parallel_composition",
     "group_privacy",

@@ -4,6 +4,8 @@
 
 use std::sync::Mutex;
 
+mod choices;
+
 use dpkit_core::accounting::{self, PrivacyBudget, PrivacyLoss};
 use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
 use dpkit_core::rng::{InsecureSeededRng, with_thread_secure_rng};
@@ -11,7 +13,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-fn value_error(error: dpkit_core::Error) -> PyErr {
+pub(crate) fn value_error(error: dpkit_core::Error) -> PyErr {
     PyValueError::new_err(error.to_string())
 }
 
@@ -222,6 +224,9 @@ fn advanced_composition(
 fn _dpkit(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Additive>()?;
     module.add_class::<Budget>()?;
+    module.add_class::<choices::PyBinaryRandomizedResponse>()?;
+    module.add_class::<choices::PyKaryRandomizedResponse>()?;
+    module.add_class::<choices::PyExponentialMechanism>()?;
     module.add_function(wrap_pyfunction!(sequential_composition, module)?)?;
     module.add_function(wrap_pyfunction!(parallel_composition, module)?)?;
     module.add_function(wrap_pyfunction!(group_privacy, module)?)?;

@@ -1,37 +1,13 @@
 //! Randomized response and the exponential mechanism for Python: the
 //! mechanisms that choose among values rather than add noise.
 
-use std::sync::Mutex;
-
 use dpkit_core::mechanism::{
     BinaryRandomizedResponse, ExponentialMechanism, KaryRandomizedResponse,
 };
-use dpkit_core::rng::{InsecureSeededRng, with_thread_secure_rng};
 use pyo3::prelude::*;
-use rand_core::CryptoRng;
 
+use crate::generator::Generator;
 use crate::value_error;
-
-/// The OS-seeded thread generator, or (for tests only) a seeded one.
-struct Generator(Option<Mutex<InsecureSeededRng>>);
-
-impl Generator {
-    fn new(seed: Option<u64>) -> Self {
-        Self(seed.map(|s| Mutex::new(InsecureSeededRng::from_seed_for_testing(s))))
-    }
-
-    fn with<T>(&self, draw: impl FnOnce(&mut dyn CryptoRng) -> T) -> PyResult<T> {
-        match &self.0 {
-            Some(seeded) => {
-                let mut rng = seeded
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                Ok(draw(&mut *rng))
-            }
-            None => with_thread_secure_rng(|rng| draw(rng)).map_err(value_error),
-        }
-    }
-}
 
 /// Binary randomized response: each person reports their bit truthfully
 /// with probability `coin_probability`'s rule (local DP).

@@ -2,13 +2,13 @@
 //! are filled in Rust with the GIL released, from the OS-seeded generator
 //! (or, only under a name that says so, a seeded one for tests).
 
-use std::sync::Mutex;
-
 mod choices;
+mod generator;
 
 use dpkit_core::accounting::{self, PrivacyBudget, PrivacyLoss};
 use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
-use dpkit_core::rng::{InsecureSeededRng, with_thread_secure_rng};
+use dpkit_core::rng::with_thread_secure_rng;
+use generator::Generator;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -21,8 +21,8 @@ pub(crate) fn value_error(error: dpkit_core::Error) -> PyErr {
 #[pyclass(module = "dpkit._dpkit", subclass, frozen)]
 struct Additive {
     noise: AdditiveNoise,
-    /// Set only by `_seeded_for_testing`: never on a production path.
-    seeded: Option<Mutex<InsecureSeededRng>>,
+    /// Seeded only by `_seeded_for_testing`: never on a production path.
+    rng: Generator,
 }
 
 impl Additive {
@@ -34,11 +34,8 @@ impl Additive {
 
     /// Releases every value of `values` in place.
     fn fill(&self, values: &mut [f64]) -> Result<(), dpkit_core::Error> {
-        match &self.seeded {
-            Some(rng) => {
-                let mut rng = rng.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                self.noise.release_slice(values, &mut *rng)
-            }
+        match self.rng.seeded() {
+            Some(mut rng) => self.noise.release_slice(values, &mut *rng),
             None => with_thread_secure_rng(|rng| self.noise.release_slice(values, rng))?,
         }
     }
@@ -51,7 +48,7 @@ impl Additive {
     fn new(kind: &str, epsilon: f64, sensitivity: f64, delta: f64) -> PyResult<Self> {
         Ok(Self {
             noise: Self::build(kind, epsilon, sensitivity, delta)?,
-            seeded: None,
+            rng: Generator::new(None),
         })
     }
 
@@ -67,7 +64,7 @@ impl Additive {
     ) -> PyResult<Self> {
         Ok(Self {
             noise: Self::build(kind, epsilon, sensitivity, delta)?,
-            seeded: Some(Mutex::new(InsecureSeededRng::from_seed_for_testing(seed))),
+            rng: Generator::new(Some(seed)),
         })
     }
 

@@ -216,6 +216,23 @@ fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
         .collect()
 }
 
+/// The raw table registered under the description's table, and its column names.
+async fn raw_table(
+    context: &SessionContext,
+    description: &Description,
+) -> datafusion::error::Result<(datafusion::dataframe::DataFrame, Vec<String>)> {
+    let raw = context
+        .table(raw_table_name(&description.table).as_str())
+        .await?;
+    let names = raw
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    Ok((raw, names))
+}
+
 /// The raw table read whole, typed as the view types it: held in memory,
 /// the view's casts then cost nothing per query.
 pub(crate) async fn typed_table(
@@ -230,16 +247,7 @@ pub(crate) async fn typed_table(
             "the data file does not parse (details withheld: they could quote private values)",
         )
     };
-    let raw = context
-        .table(raw_table_name(&description.table).as_str())
-        .await
-        .map_err(unreadable)?;
-    let names: Vec<String> = raw
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
+    let (raw, names) = raw_table(context, description).await.map_err(unreadable)?;
     let typed = raw
         .select(typed_columns(description, &names))
         .map_err(unreadable)?;
@@ -251,16 +259,7 @@ pub(crate) async fn typed_table(
 /// queries, where `plan::input` recognises it.
 async fn register_view(context: &SessionContext, description: &Description) -> Result<LogicalPlan> {
     let failed = |e: datafusion::error::DataFusionError| data_error(e.to_string());
-    let raw = context
-        .table(raw_table_name(&description.table).as_str())
-        .await
-        .map_err(failed)?;
-    let names: Vec<String> = raw
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
+    let (raw, names) = raw_table(context, description).await.map_err(failed)?;
     check_columns(description, &names)?;
     let typed = typed_columns(description, &names);
     let mut view = raw.select(typed).map_err(failed)?;

@@ -108,7 +108,7 @@ impl Analysts {
             })?;
         }
         // The ledger's tables first, so the file is one database from the start.
-        Ledger::has_account(path, "")?;
+        Ledger::reader(path)?;
         let connection = Connection::open(path).map_err(state_error)?;
         connection
             .execute_batch(

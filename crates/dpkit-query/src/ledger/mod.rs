@@ -373,14 +373,14 @@ mod tests {
     use super::*;
 
     /// A fresh ledger file path for one test.
-    fn temporary(name: &str) -> PathBuf {
+    pub(super) fn temporary(name: &str) -> PathBuf {
         let path =
             std::env::temp_dir().join(format!("dpkit-ledger-{name}-{}.sqlite", std::process::id()));
         let _ = std::fs::remove_file(&path);
         path
     }
 
-    fn pure(epsilon: f64) -> PrivacyLoss {
+    pub(super) fn pure(epsilon: f64) -> PrivacyLoss {
         PrivacyLoss::pure(epsilon).unwrap()
     }
 

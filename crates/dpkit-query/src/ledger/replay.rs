@@ -104,21 +104,11 @@ impl Ledger {
 mod tests {
     use super::*;
     use crate::error::QueryError;
-
-    fn temporary(name: &str) -> std::path::PathBuf {
-        let path =
-            std::env::temp_dir().join(format!("dpkit-replay-{name}-{}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        path
-    }
-
-    fn pure(epsilon: f64) -> PrivacyLoss {
-        PrivacyLoss::pure(epsilon).unwrap()
-    }
+    use crate::ledger::tests::{pure, temporary};
 
     #[test]
     fn a_request_is_charged_once_and_its_kept_answer_replayed() {
-        let path = temporary("once");
+        let path = temporary("replay-once");
         Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
         let ledger = Ledger::open_account(&path, "ann/adult").unwrap();
         let Once::Charged(charge) = ledger.charge_once(pure(0.5), "q", "r").unwrap() else {
@@ -152,7 +142,7 @@ mod tests {
 
     #[test]
     fn replays_belong_to_their_account_and_refunds_forget_them() {
-        let path = temporary("accounts");
+        let path = temporary("replay-accounts");
         Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
         Ledger::grant(&path, "bob/adult", 1.0, 0.0).unwrap();
         let ann = Ledger::open_account(&path, "ann/adult").unwrap();
@@ -181,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_changed_cost_is_charged_anew_and_a_spent_budget_refuses() {
-        let path = temporary("changed");
+        let path = temporary("replay-changed");
         Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
         let ledger = Ledger::open_account(&path, "ann/adult").unwrap();
         assert!(matches!(

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_query::description::draft_from_csv;
-use dpkit_query::ledger::BudgetState;
+use dpkit_query::ledger::{BudgetState, default_path};
 use dpkit_query::target::TargetError;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
@@ -115,23 +115,11 @@ fn open_ledger(
     description: &Description,
     description_path: &Path,
 ) -> Result<Ledger> {
-    if args.analyst.is_empty()
-        || !args
-            .analyst
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        bail!("--analyst must be letters, digits, '-' and '_'");
-    }
-    let path = args.ledger.clone().unwrap_or_else(|| {
-        description_path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(format!(
-                "{}.{}.ledger.sqlite",
-                description.table, args.analyst
-            ))
-    });
+    let path = match &args.ledger {
+        Some(path) => path.clone(),
+        None => default_path(description_path, &description.table, &args.analyst)
+            .context("--analyst")?,
+    };
     Ok(Ledger::open(
         &path,
         description.budget_epsilon,

@@ -28,6 +28,27 @@ pub enum MechanismChoice {
     Geometric,
 }
 
+impl MechanismChoice {
+    /// The choice named `name`: `auto`, `laplace`, `gaussian`, `staircase`
+    /// or `geometric`.
+    ///
+    /// ```
+    /// use dpkit_query::MechanismChoice;
+    /// assert_eq!(MechanismChoice::from_name("laplace"), Some(MechanismChoice::Laplace));
+    /// assert_eq!(MechanismChoice::from_name("noise"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "auto" => Self::Auto,
+            "laplace" => Self::Laplace,
+            "gaussian" => Self::Gaussian,
+            "staircase" => Self::Staircase,
+            "geometric" => Self::Geometric,
+            _ => return None,
+        })
+    }
+}
+
 /// The privacy parameters and error-bar level of one query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReleaseSettings {

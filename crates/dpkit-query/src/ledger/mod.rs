@@ -121,6 +121,34 @@ fn check_totals(total_epsilon: f64, total_delta: f64) -> Result<i64> {
     Ok(total_units)
 }
 
+/// Where an analyst's ledger for a dataset lives unless told otherwise:
+/// `<table>.<analyst>.ledger.sqlite` beside the description. `dpkit query`
+/// and Python's `dpkit.query` both use it, so they charge the same budget.
+/// An analyst's name is letters, digits, `-` and `_`, so it cannot climb
+/// out of the directory.
+///
+/// ```
+/// use std::path::Path;
+/// let path = dpkit_query::ledger::default_path(Path::new("data/adult.toml"), "adult", "alice").unwrap();
+/// assert_eq!(path, Path::new("data/adult.alice.ledger.sqlite"));
+/// assert!(dpkit_query::ledger::default_path(Path::new("a.toml"), "adult", "../x").is_err());
+/// ```
+pub fn default_path(description_path: &Path, table: &str, analyst: &str) -> Result<PathBuf> {
+    if analyst.is_empty()
+        || !analyst
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(QueryError::Budget(
+            "an analyst's name must be letters, digits, '-' and '_'".into(),
+        ));
+    }
+    Ok(description_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(format!("{table}.{analyst}.ledger.sqlite")))
+}
+
 impl Ledger {
     /// Opens the single-account ledger at `path` (account ""), creating it
     /// with the given totals if it does not exist (totals of an existing

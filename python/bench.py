@@ -1,7 +1,8 @@
 """Per released value: dpkit's secure batch and scalar calls against numpy's
 Generator.laplace (fast, not safe for privacy), and, when they are
 installed, diffprivlib's and OpenDP's Laplace, in one process and run.
-Prints ns per value and ratios. `python bench.py`
+Prints ns per value and ratios. `python -P python/bench.py` with the
+wheel installed (`-P`: not the source folder in its place)
 (`pip install diffprivlib "scikit-learn<1.6" opendp` for the other two:
 diffprivlib 0.6 does not import with newer scikit-learn)."""
 

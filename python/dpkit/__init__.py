@@ -19,12 +19,19 @@ from ._dpkit import (
     Budget,
     ExponentialMechanism,
     KaryRandomizedResponse,
+    GaussianMixture,
+    SampledSensitivity,
+    Sensitivity,
     advanced_composition,
     group_privacy,
     parallel_composition,
+    sampled_sensitivity,
     sequential_composition,
+    split_evenly,
+    split_for_accuracy,
 )
 from .client import Client, ServeError
+from .query import QueryError, budget, explain, query
 
 __all__ = [
     "Laplace",
@@ -44,7 +51,27 @@ __all__ = [
     "parallel_composition",
     "group_privacy",
     "advanced_composition",
+    "Sensitivity",
+    "GaussianMixture",
+    "SampledSensitivity",
+    "sampled_sensitivity",
+    "split_evenly",
+    "split_for_accuracy",
+    "query",
+    "explain",
+    "budget",
+    "QueryError",
+    "Answer",
 ]
+
+
+def __getattr__(name: str):
+    # pandas is needed only for answers: imported when first asked for.
+    if name == "Answer":
+        from .answer import Answer
+
+        return Answer
+    raise AttributeError(f"module 'dpkit' has no attribute {name!r}")
 
 
 class Laplace(_Additive):

@@ -1,5 +1,7 @@
 """Types of the compiled core (``dpkit._dpkit``)."""
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -50,3 +52,50 @@ class ExponentialMechanism:
     def selection_probabilities(self, utilities: list[float]) -> list[float]: ...
     @property
     def privacy(self) -> tuple[float, float]: ...
+
+class Sensitivity:
+    @property
+    def l1(self) -> float: ...
+    @property
+    def l2(self) -> float: ...
+    @staticmethod
+    def count() -> "Sensitivity": ...
+    @staticmethod
+    def bounded_sum(lower: float, upper: float, neighbouring: str = "add-remove") -> "Sensitivity": ...
+    @staticmethod
+    def bounded_mean(lower: float, upper: float, n: int) -> "Sensitivity": ...
+    @staticmethod
+    def histogram(cells_per_person: int) -> "Sensitivity": ...
+
+class GaussianMixture:
+    def __new__(cls, components: list[tuple[float, float, float]]) -> "GaussianMixture": ...
+    @property
+    def mean(self) -> float: ...
+
+class SampledSensitivity:
+    sensitivity: float
+    mean_distance: float
+    distances: list[float]
+    gamma: float
+    rho: float
+
+def sampled_sensitivity(
+    query: Callable[[npt.NDArray[np.float64]], float | Sequence[float]],
+    model: GaussianMixture,
+    dataset_size: int,
+    samples: int,
+    gamma: float,
+    rho: float,
+    norm: str = "l1",
+    seed_for_testing: int | None = None,
+) -> SampledSensitivity: ...
+def split_evenly(epsilon: float, parts: int) -> list[float]: ...
+def split_for_accuracy(epsilon: float, weighted_errors: list[float]) -> list[float]: ...
+
+class QueryError(Exception): ...
+
+def _query(description: str, sql: str, epsilon: float, delta: float, mechanism: str,
+           confidence: float, analyst: str, ledger: str | None) -> str: ...
+def _explain(description: str, sql: str, epsilon: float, delta: float, mechanism: str,
+             confidence: float) -> str: ...
+def _budget(description: str, analyst: str, ledger: str | None) -> str: ...

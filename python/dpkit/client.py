@@ -1,10 +1,10 @@
 """A client for ``dpkit serve``: the curator's server answers, this asks.
 
-Answers come back as pandas DataFrames: the group keys, then for each
-aggregate its released value and the ends of its interval (``name``,
-``name_low``, ``name_high``). What the answer cost, whether it was a free
-replay of an earlier identical request, and the budget left are in
-``DataFrame.attrs``. Failures raise :class:`ServeError` with the server's
+Answers come back as :class:`dpkit.Answer` DataFrames, as from
+:func:`dpkit.query`: the group keys, then for each aggregate its released
+value and the ends of its interval (``name``, ``name_low``, ``name_high``).
+What the answer cost, whether it was a free replay of an earlier identical
+request, and the budget left are in ``DataFrame.attrs``. Failures raise :class:`ServeError` with the server's
 stable code.
 """
 
@@ -85,25 +85,14 @@ class Client:
 
     def query(self, dataset: str, sql: str, epsilon: float, delta: float = 0.0,
               mechanism: str = "auto", confidence: float = 0.95):
-        """Runs the query, charged to this key's budget; a pandas DataFrame."""
+        """Runs the query, charged to this key's budget; an :class:`dpkit.Answer`
+        (a pandas DataFrame), as :func:`dpkit.query` returns."""
         answer = self._call("POST", "/v1/query", self._body(dataset, sql, epsilon, delta, mechanism, confidence))
         return to_frame(answer)
 
 
 def to_frame(answer: dict):
-    """A ``/v1/query`` answer as a DataFrame with value, low and high columns."""
-    import pandas as pd
+    """A ``/v1/query`` answer as an :class:`dpkit.answer.Answer`."""
+    from .answer import to_answer
 
-    columns: dict[str, list] = {}
-    for index, name in enumerate(answer["columns"]):
-        cells = [row[index] for row in answer["rows"]]
-        if cells and isinstance(cells[0], dict):
-            columns[name] = [cell["value"] for cell in cells]
-            columns[f"{name}_low"] = [cell["low"] for cell in cells]
-            columns[f"{name}_high"] = [cell["high"] for cell in cells]
-        else:
-            columns[name] = cells
-    frame = pd.DataFrame(columns)
-    for key in ("dataset", "confidence", "epsilon", "delta", "replay", "charged_epsilon", "charged_delta", "budget"):
-        frame.attrs[key] = answer[key]
-    return frame
+    return to_answer(answer)

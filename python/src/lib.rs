@@ -4,6 +4,8 @@
 
 mod choices;
 mod generator;
+mod query;
+mod sensitivity;
 
 use dpkit_core::accounting::{self, PrivacyBudget, PrivacyLoss};
 use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
@@ -227,5 +229,15 @@ fn _dpkit(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(sequential_composition, module)?)?;
     module.add_function(wrap_pyfunction!(parallel_composition, module)?)?;
     module.add_function(wrap_pyfunction!(group_privacy, module)?)?;
-    module.add_function(wrap_pyfunction!(advanced_composition, module)?)
+    module.add_function(wrap_pyfunction!(advanced_composition, module)?)?;
+    module.add_class::<sensitivity::PySensitivity>()?;
+    module.add_class::<sensitivity::PyGaussianMixture>()?;
+    module.add_class::<sensitivity::PySampledSensitivity>()?;
+    module.add_function(wrap_pyfunction!(sensitivity::sampled_sensitivity, module)?)?;
+    module.add_function(wrap_pyfunction!(sensitivity::split_evenly, module)?)?;
+    module.add_function(wrap_pyfunction!(sensitivity::split_for_accuracy, module)?)?;
+    module.add_function(wrap_pyfunction!(query::_query, module)?)?;
+    module.add_function(wrap_pyfunction!(query::_explain, module)?)?;
+    module.add_function(wrap_pyfunction!(query::_budget, module)?)?;
+    module.add("QueryError", module.py().get_type::<query::QueryError>())
 }

@@ -1,0 +1,51 @@
+"""The answer to a private query, from the embedded engine or from
+``dpkit serve``: a pandas DataFrame with the group keys, then for each
+aggregate its released value and the ends of its interval (``name``,
+``name_low``, ``name_high``). What it cost and the budget left are in
+``attrs``; :meth:`Answer.to_arrow` gives the same table as Arrow.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+#: The answer's facts kept in ``Answer.attrs``.
+FACTS = ("dataset", "confidence", "epsilon", "delta", "replay", "charged_epsilon", "charged_delta", "budget")
+
+
+class Answer(pd.DataFrame):
+    """A private answer: a DataFrame with value, low and high columns per
+    aggregate. Operations on it return plain DataFrames."""
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def to_arrow(self):
+        """The answer as a ``pyarrow.Table`` (needs ``pyarrow``), with
+        ``attrs`` as JSON in the schema's ``dpkit`` metadata."""
+        import pyarrow as pa
+
+        table = pa.Table.from_pandas(pd.DataFrame(self), preserve_index=False)
+        metadata = dict(table.schema.metadata or {})
+        metadata[b"dpkit"] = json.dumps(self.attrs).encode()
+        return table.replace_schema_metadata(metadata)
+
+
+def to_answer(answer: dict) -> Answer:
+    """A ``dpkit serve``-shaped answer (columns, rows, facts) as an :class:`Answer`."""
+    columns: dict[str, list] = {}
+    for index, name in enumerate(answer["columns"]):
+        cells = [row[index] for row in answer["rows"]]
+        if cells and isinstance(cells[0], dict):
+            columns[name] = [float(cell["value"]) for cell in cells]
+            columns[f"{name}_low"] = [float(cell["low"]) for cell in cells]
+            columns[f"{name}_high"] = [float(cell["high"]) for cell in cells]
+        else:
+            columns[name] = cells
+    frame = Answer(columns)
+    for key in FACTS:
+        frame.attrs[key] = answer[key]
+    return frame

@@ -1,0 +1,168 @@
+//! Private SQL on the embedded engine: the same path as `dpkit query`
+//! (plan, noise plan, charge, run, release) and the same ledger file.
+
+use std::path::{Path, PathBuf};
+
+use dpkit_core::rng::SecureRng;
+use dpkit_query::ledger::{BudgetState, default_path};
+use dpkit_query::{
+    Description, Ledger, MechanismChoice, QueryEngine, QueryError as EngineError, ReleaseSettings,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use serde_json::{Value, json};
+
+create_exception!(
+    dpkit,
+    QueryError,
+    PyException,
+    "A private query dpkit refused or could not answer (one line, never a data value)."
+);
+
+/// Bad parameters are a `ValueError`, as everywhere in `dpkit`; the rest
+/// is a `QueryError` with the engine's one line.
+fn query_error(error: EngineError) -> PyErr {
+    match error {
+        EngineError::Mechanism(error) => PyValueError::new_err(error.to_string()),
+        error => QueryError::new_err(error.to_string()),
+    }
+}
+
+fn settings(
+    epsilon: f64,
+    delta: f64,
+    mechanism: &str,
+    confidence: f64,
+) -> PyResult<ReleaseSettings> {
+    let mechanism = MechanismChoice::from_name(mechanism).ok_or_else(|| {
+        PyValueError::new_err("mechanism must be auto, laplace, gaussian, staircase or geometric")
+    })?;
+    Ok(ReleaseSettings {
+        epsilon,
+        delta,
+        mechanism,
+        confidence,
+    })
+}
+
+/// The analyst's ledger: `ledger`, or the one `dpkit query` uses by default.
+fn open_ledger(
+    path: &Path,
+    description: &Description,
+    analyst: &str,
+    ledger: Option<PathBuf>,
+) -> Result<Ledger, EngineError> {
+    let ledger = match ledger {
+        Some(ledger) => ledger,
+        None => default_path(path, &description.table, analyst)?,
+    };
+    Ledger::open(
+        &ledger,
+        description.budget_epsilon,
+        description.budget_delta,
+    )
+}
+
+/// The budget in the shape `dpkit serve` returns it.
+fn budget_json(dataset: &str, state: &BudgetState) -> Value {
+    let round = |x: f64| (x * 1e12).round() / 1e12;
+    json!({
+        "dataset": dataset,
+        "total_epsilon": round(state.total_epsilon),
+        "spent_epsilon": round(state.spent_epsilon),
+        "remaining_epsilon": round(state.remaining_epsilon()),
+        "total_delta": state.total_delta,
+        "spent_delta": state.spent_delta,
+        "remaining_delta": state.remaining_delta(),
+        "queries": state.queries,
+    })
+}
+
+/// Answers `sql` and returns it as the JSON text of `dpkit serve`'s answer,
+/// so that Python builds the same DataFrame from either.
+fn answer(
+    path: &Path,
+    sql: &str,
+    settings: &ReleaseSettings,
+    analyst: &str,
+    ledger: Option<PathBuf>,
+) -> Result<String, EngineError> {
+    let description = Description::load(path)?;
+    let ledger = open_ledger(path, &description, analyst, ledger)?;
+    let dataset = description.table.clone();
+    let engine = QueryEngine::open(description)?;
+    let mut rng = SecureRng::from_os()?;
+    let table = engine.answer(sql, settings, &ledger, &mut rng)?;
+    let state = ledger.state()?;
+    Ok(json!({
+        "dataset": dataset,
+        "columns": table.columns,
+        "rows": table.rows,
+        "confidence": table.confidence,
+        "epsilon": table.epsilon,
+        "delta": table.delta,
+        "replay": false,
+        "charged_epsilon": table.epsilon,
+        "charged_delta": table.delta,
+        "budget": budget_json(&dataset, &state),
+    })
+    .to_string())
+}
+
+/// Runs a private query, charged to the analyst's ledger; the answer as JSON.
+#[pyfunction]
+#[pyo3(signature = (description, sql, epsilon, delta, mechanism, confidence, analyst, ledger))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _query(
+    py: Python<'_>,
+    description: PathBuf,
+    sql: &str,
+    epsilon: f64,
+    delta: f64,
+    mechanism: &str,
+    confidence: f64,
+    analyst: &str,
+    ledger: Option<PathBuf>,
+) -> PyResult<String> {
+    let settings = settings(epsilon, delta, mechanism, confidence)?;
+    py.detach(|| answer(&description, sql, &settings, analyst, ledger))
+        .map_err(query_error)
+}
+
+/// What the query would release and cost: text. Spends nothing.
+#[pyfunction]
+#[pyo3(signature = (description, sql, epsilon, delta, mechanism, confidence))]
+pub(crate) fn _explain(
+    py: Python<'_>,
+    description: PathBuf,
+    sql: &str,
+    epsilon: f64,
+    delta: f64,
+    mechanism: &str,
+    confidence: f64,
+) -> PyResult<String> {
+    let settings = settings(epsilon, delta, mechanism, confidence)?;
+    py.detach(|| {
+        let engine = QueryEngine::open(Description::load(&description)?)?;
+        engine.explain(sql, &settings)
+    })
+    .map_err(query_error)
+}
+
+/// The analyst's budget on the dataset, as JSON.
+#[pyfunction]
+#[pyo3(signature = (description, analyst, ledger))]
+pub(crate) fn _budget(
+    py: Python<'_>,
+    description: PathBuf,
+    analyst: &str,
+    ledger: Option<PathBuf>,
+) -> PyResult<String> {
+    py.detach(|| {
+        let loaded = Description::load(&description)?;
+        let state = open_ledger(&description, &loaded, analyst, ledger)?.state()?;
+        Ok(budget_json(&loaded.table, &state).to_string())
+    })
+    .map_err(query_error)
+}

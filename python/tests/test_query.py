@@ -1,0 +1,142 @@
+"""dpkit.query on the embedded engine: answers, refusals that spend nothing,
+and the same ledger as the `dpkit` command line (whose binary comes from
+DPKIT_BIN, which python/test.sh sets)."""
+
+import csv
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import dpkit
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+ADULT = REPOSITORY / "data/adult"
+SEXES = "SELECT sex, COUNT(*) AS people FROM adult GROUP BY sex"
+
+
+@pytest.fixture
+def description(tmp_path):
+    """Adult's description in a folder of its own, so its ledgers are the test's."""
+    text = (ADULT / "adult.toml").read_text()
+    text = text.replace('file = "adult.data.csv"', f'file = "{ADULT / "adult.data.csv"}"')
+    path = tmp_path / "adult.toml"
+    path.write_text(text)
+    return path
+
+
+def exact_sexes():
+    with open(ADULT / "adult.data.csv", newline="") as data:
+        rows = list(csv.DictReader(data))
+    return {sex: sum(1 for row in rows if row["sex"] == sex) for sex in ("Female", "Male")}
+
+
+def cli(*args):
+    binary = os.environ.get("DPKIT_BIN")
+    assert binary and pathlib.Path(binary).exists(), "set DPKIT_BIN (python/test.sh builds it)"
+    return subprocess.run([binary, *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_an_answer_is_close_to_the_exact_counts_and_its_intervals_hold_it(description):
+    answer = dpkit.query(description, SEXES, epsilon=5.0)
+    assert isinstance(answer, dpkit.Answer)
+    assert list(answer.columns) == ["sex", "people", "people_low", "people_high"]
+    exact = exact_sexes()
+    for row in answer.itertuples():
+        # Geometric noise at ε = 5 is beyond ±50 with probability e^-250.
+        assert abs(row.people - exact[row.sex]) <= 50
+        assert row.people_low <= row.people <= row.people_high
+    assert answer.attrs["charged_epsilon"] == 5.0 and answer.attrs["replay"] is False
+    assert answer.attrs["budget"]["remaining_epsilon"] == 5.0
+
+
+def test_python_and_the_command_line_charge_one_ledger(description):
+    dpkit.query(description, SEXES, epsilon=0.5, analyst="ann")
+    assert "spent ε = 0.5," in cli("budget", "--description", str(description), "--analyst", "ann")
+    cli("query", "--description", str(description), "--analyst", "ann", "--epsilon", "0.25", SEXES)
+    spent = dpkit.budget(description, analyst="ann")
+    assert spent["spent_epsilon"] == 0.75 and spent["queries"] == 2
+    assert dpkit.budget(description, analyst="bob")["spent_epsilon"] == 0.0
+    assert (description.parent / "adult.ann.ledger.sqlite").exists()
+
+
+@pytest.mark.parametrize("sql, settings, error", [
+    ("SELECT age FROM adult", {"epsilon": 1.0}, dpkit.QueryError),
+    ("SELECT COUNT(*) FROM nowhere", {"epsilon": 1.0}, dpkit.QueryError),
+    ("SELECT COUNT(*) FROM adult", {"epsilon": 10.5}, dpkit.QueryError),
+    ("SELECT COUNT(*) FROM adult", {"epsilon": -1.0}, ValueError),
+    ("SELECT COUNT(*) FROM adult", {"epsilon": 1.0, "mechanism": "bogus"}, ValueError),
+    ("SELECT COUNT(*) FROM adult", {"epsilon": 1.0, "mechanism": "gaussian"}, dpkit.QueryError),
+    ("SELECT COUNT(*) FROM adult", {"epsilon": 1.0, "analyst": "../x"}, dpkit.QueryError),
+])
+def test_a_refusal_raises_one_line_and_spends_nothing(description, sql, settings, error):
+    with pytest.raises(error) as raised:
+        dpkit.query(description, sql, **settings)
+    assert "\n" not in str(raised.value)
+    assert dpkit.budget(description)["spent_epsilon"] == 0.0
+
+
+def test_a_missing_description_is_one_clear_error(tmp_path):
+    with pytest.raises(dpkit.QueryError, match="description"):
+        dpkit.query(tmp_path / "nothing.toml", SEXES, epsilon=1.0)
+
+
+def test_explain_shows_the_cost_and_spends_nothing(description):
+    text = dpkit.explain(description, SEXES, epsilon=1.0)
+    assert "ε" in text and "people" in text
+    assert dpkit.budget(description)["queries"] == 0
+
+
+def test_an_answer_converts_to_arrow_with_its_facts(description):
+    import json
+
+    answer = dpkit.query(description, "SELECT AVG(age) AS age FROM adult", epsilon=2.0)
+    table = answer.to_arrow()
+    assert table.column_names == ["age", "age_low", "age_high"]
+    assert table.num_rows == 1 and str(table.schema.field("age").type) == "double"
+    assert json.loads(table.schema.metadata[b"dpkit"])["charged_epsilon"] == 2.0
+
+
+PEOPLE = ("id,age,name,salary\n1,30,ann,1000\n2,45,bob,2000\n3,0,cat,-5\n"
+          "4,90,dan,9223372036854775807\n")
+ORACLES = [
+    "CASE WHEN name = 'dan' THEN 1/(age-age) ELSE 1 END = 1",
+    "CAST(CASE WHEN name = 'dan' THEN 'x' ELSE '1' END AS INT) = 1",
+    "salary * 2 > 0",
+    "name ~ 'd.n'",
+    "sqrt(CAST(age AS DOUBLE) - 50) > 1",
+]
+
+
+def neighbour(folder, with_dan):
+    folder.mkdir()
+    rows = PEOPLE if with_dan else "".join(l + "\n" for l in PEOPLE.splitlines() if "dan" not in l)
+    (folder / "t.csv").write_text(rows)
+    path = folder / "t.toml"
+    path.write_text(
+        '[table]\nname = "t"\nfile = "t.csv"\n[privacy_unit]\nkind = "row"\n[budget]\nepsilon = 100.0\n'
+        '[columns.id]\ntype = "integer"\n[columns.age]\ntype = "integer"\nbounds = [0, 120]\n'
+        '[columns.name]\ntype = "text"\n[columns.salary]\ntype = "integer"\nbounds = [0, 10000]\n')
+    return path
+
+
+def seen(description, sql):
+    """What an analyst sees of one query, noise left out, and what it cost."""
+    try:
+        shown = f"answered {len(dpkit.query(description, sql, epsilon=1.0))} row(s)"
+    except (dpkit.QueryError, ValueError) as error:
+        shown = f"{type(error).__name__}: {error}"
+    return shown, dpkit.budget(description)["queries"]
+
+
+@pytest.mark.parametrize("oracle", ORACLES)
+def test_no_query_from_python_tells_whether_one_person_is_there(tmp_path, oracle):
+    """Neighbouring tables (with and without dan): every outcome an analyst
+    sees (an answer's shape, an exception, its message, the charge) is the
+    same, whatever the predicate does on dan's row."""
+    with_dan = neighbour(tmp_path / "with", True)
+    without = neighbour(tmp_path / "without", False)
+    for sql in (f"SELECT COUNT(*) FROM t WHERE {oracle}",
+                f"SELECT COUNT(CASE WHEN {oracle} THEN 1 END) FROM t"):
+        assert seen(with_dan, sql) == seen(without, sql), sql

@@ -87,12 +87,8 @@ class Client:
               mechanism: str = "auto", confidence: float = 0.95):
         """Runs the query, charged to this key's budget; an :class:`dpkit.Answer`
         (a pandas DataFrame), as :func:`dpkit.query` returns."""
+        from .answer import to_answer  # pandas only when an answer is made
+
         answer = self._call("POST", "/v1/query", self._body(dataset, sql, epsilon, delta, mechanism, confidence))
-        return to_frame(answer)
+        return to_answer(answer)
 
-
-def to_frame(answer: dict):
-    """A ``/v1/query`` answer as an :class:`dpkit.answer.Answer`."""
-    from .answer import to_answer
-
-    return to_answer(answer)

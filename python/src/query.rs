@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use dpkit_core::rng::SecureRng;
-use dpkit_query::ledger::{BudgetState, default_path};
+use dpkit_query::ledger::{BudgetState, default_path, shown_epsilon};
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, QueryError as EngineError, ReleaseSettings,
 };
@@ -66,12 +66,11 @@ fn open_ledger(
 
 /// The budget in the shape `dpkit serve` returns it.
 fn budget_json(dataset: &str, state: &BudgetState) -> Value {
-    let round = |x: f64| (x * 1e12).round() / 1e12;
     json!({
         "dataset": dataset,
-        "total_epsilon": round(state.total_epsilon),
-        "spent_epsilon": round(state.spent_epsilon),
-        "remaining_epsilon": round(state.remaining_epsilon()),
+        "total_epsilon": shown_epsilon(state.total_epsilon),
+        "spent_epsilon": shown_epsilon(state.spent_epsilon),
+        "remaining_epsilon": shown_epsilon(state.remaining_epsilon()),
         "total_delta": state.total_delta,
         "spent_delta": state.spent_delta,
         "remaining_delta": state.remaining_delta(),

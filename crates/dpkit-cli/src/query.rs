@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_query::description::draft_from_csv;
-use dpkit_query::ledger::{BudgetState, default_path};
+use dpkit_query::ledger::{BudgetState, default_path, shown_epsilon};
 use dpkit_query::target::TargetError;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
@@ -130,8 +130,8 @@ fn open_ledger(
 fn budget_line(state: &BudgetState) -> String {
     format!(
         "remaining ε = {} of {}, δ = {} of {} ({} {} charged)",
-        round(state.remaining_epsilon()),
-        round(state.total_epsilon),
+        shown_epsilon(state.remaining_epsilon()),
+        shown_epsilon(state.total_epsilon),
         small(state.remaining_delta()),
         small(state.total_delta),
         state.queries,
@@ -150,10 +150,6 @@ fn small(value: f64) -> String {
     } else {
         format!("{:e}", (value * 1e15).round() / 1e15)
     }
-}
-
-fn round(value: f64) -> f64 {
-    (value * 1e12).round() / 1e12
 }
 
 /// Answers one private query and prints it.
@@ -215,7 +211,7 @@ fn answer_text(
         AnswerFormat::Csv => answer.to_csv(),
         AnswerFormat::Json => {
             let mut json = serde_json::to_value(answer).context("cannot encode the answer")?;
-            json["remaining_epsilon"] = serde_json::json!(round(state.remaining_epsilon()));
+            json["remaining_epsilon"] = serde_json::json!(shown_epsilon(state.remaining_epsilon()));
             json["remaining_delta"] = serde_json::json!(state.remaining_delta());
             format!("{json}\n")
         }
@@ -231,7 +227,7 @@ pub fn budget(args: &BudgetArgs) -> Result<()> {
         "{} / {}: spent ε = {}, δ = {}; {}\n",
         description.table,
         args.ledger.analyst,
-        round(state.spent_epsilon),
+        shown_epsilon(state.spent_epsilon),
         small(state.spent_delta),
         budget_line(&state)
     ))

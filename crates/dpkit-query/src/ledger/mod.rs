@@ -58,6 +58,16 @@ pub struct BudgetState {
     pub queries: u64,
 }
 
+/// ε as shown to people: rounded to 12 decimals, so that sums of exact
+/// ledger units print as typed (0.75, not 0.7500000000000001).
+///
+/// ```
+/// assert_eq!(dpkit_query::ledger::shown_epsilon(0.1 + 0.2), 0.3);
+/// ```
+pub fn shown_epsilon(value: f64) -> f64 {
+    (value * 1e12).round() / 1e12
+}
+
 impl BudgetState {
     /// What is left.
     pub fn remaining_epsilon(&self) -> f64 {

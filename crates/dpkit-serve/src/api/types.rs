@@ -1,6 +1,6 @@
 //! The JSON the API takes and gives.
 
-use dpkit_query::ledger::BudgetState;
+use dpkit_query::ledger::{BudgetState, shown_epsilon};
 use dpkit_query::release::Cell;
 use dpkit_query::{MechanismChoice, ReleaseSettings, ReleasedTable};
 use serde::{Deserialize, Serialize};
@@ -115,12 +115,11 @@ pub struct Budget {
 impl Budget {
     /// `state` of the account on `dataset`.
     pub fn of(dataset: &str, state: &BudgetState) -> Self {
-        let round = |x: f64| (x * 1e12).round() / 1e12;
         Self {
             dataset: dataset.into(),
-            total_epsilon: round(state.total_epsilon),
-            spent_epsilon: round(state.spent_epsilon),
-            remaining_epsilon: round(state.remaining_epsilon()),
+            total_epsilon: shown_epsilon(state.total_epsilon),
+            spent_epsilon: shown_epsilon(state.spent_epsilon),
+            remaining_epsilon: shown_epsilon(state.remaining_epsilon()),
             total_delta: state.total_delta,
             spent_delta: state.spent_delta,
             remaining_delta: state.remaining_delta(),

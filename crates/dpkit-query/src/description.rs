@@ -54,6 +54,9 @@ pub struct Description {
     pub file: PathBuf,
     /// Whether the file is CSV or Parquet.
     pub format: FileFormat,
+    /// Where the rows live: the file, read by the embedded engine (the
+    /// default), or a database that runs the private plan itself.
+    pub source: Source,
     /// The number of people, when it is public (a census total, say):
     /// released counts are then kept within `[0, public_rows]`.
     pub public_rows: Option<u64>,
@@ -80,6 +83,40 @@ pub enum FileFormat {
     Csv,
     /// Apache Parquet.
     Parquet,
+}
+
+/// Where a table's rows live.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The description's CSV or Parquet `file`, read by embedded DataFusion.
+    File,
+    /// A table of the SQLite database `file` (`sqlite = "…"`).
+    Sqlite {
+        /// The table in the database (`source_table`, by default the name).
+        table: String,
+    },
+    /// A table of a PostgreSQL database (`postgres = "host=… dbname=…"`).
+    Postgres {
+        /// The connection string (libpq's `key=value` form or a URL). It may
+        /// hold a password, so it is never shown: not by `Debug`, not in errors.
+        connection: String,
+        /// The table (`source_table`, by default the name; `schema.table` allowed).
+        table: String,
+    },
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File => f.write_str("File"),
+            Self::Sqlite { table } => f.debug_struct("Sqlite").field("table", table).finish(),
+            Self::Postgres { table, .. } => f
+                .debug_struct("Postgres")
+                .field("connection", &"(withheld)")
+                .field("table", table)
+                .finish(),
+        }
+    }
 }
 
 /// Who one "person" is.
@@ -144,8 +181,11 @@ struct RawDescription {
 #[serde(deny_unknown_fields)]
 struct RawTable {
     name: String,
-    file: String,
+    file: Option<String>,
     format: Option<String>,
+    sqlite: Option<String>,
+    postgres: Option<String>,
+    source_table: Option<String>,
     people: Option<u64>,
 }
 
@@ -200,6 +240,7 @@ impl Description {
             )));
         }
         let format = file_format(&raw.table)?;
+        let (file, source) = source(&raw.table, base)?;
         let neighbouring = neighbouring(raw.privacy_unit.neighbours.as_deref())?;
         let privacy_unit = privacy_unit(raw.privacy_unit)?;
         check_people(raw.table.people, &privacy_unit)?;
@@ -218,8 +259,9 @@ impl Description {
         }
         Ok(Self {
             table: raw.table.name,
-            file: base.join(&raw.table.file),
+            file,
             format,
+            source,
             public_rows: raw.table.people,
             privacy_unit,
             neighbouring,
@@ -235,11 +277,54 @@ impl Description {
     }
 }
 
+/// The table's source: exactly one of `file`, `sqlite` and `postgres`.
+fn source(table: &RawTable, base: &Path) -> Result<(PathBuf, Source)> {
+    let given = [&table.file, &table.sqlite, &table.postgres];
+    if given.iter().filter(|s| s.is_some()).count() != 1 {
+        return Err(invalid(
+            "[table] needs exactly one of file, sqlite and postgres".into(),
+        ));
+    }
+    if table.file.is_none() && table.format.is_some() {
+        return Err(invalid(
+            "format applies to a file: a database table has its own types".into(),
+        ));
+    }
+    if table.file.is_some() && table.source_table.is_some() {
+        return Err(invalid(
+            "source_table names a database table: use it with sqlite or postgres".into(),
+        ));
+    }
+    let source_table = table.source_table.clone().unwrap_or(table.name.clone());
+    if !source_table.split('.').all(is_identifier) || source_table.split('.').count() > 2 {
+        return Err(invalid(format!(
+            "source_table '{source_table}' must be letters, digits and underscores (schema.table allowed)"
+        )));
+    }
+    Ok(match (&table.file, &table.sqlite, &table.postgres) {
+        (Some(file), _, _) => (base.join(file), Source::File),
+        (_, Some(file), _) => (
+            base.join(file),
+            Source::Sqlite {
+                table: source_table,
+            },
+        ),
+        (_, _, connection) => (
+            PathBuf::new(),
+            Source::Postgres {
+                connection: connection.clone().unwrap_or_default(),
+                table: source_table,
+            },
+        ),
+    })
+}
+
 fn file_format(table: &RawTable) -> Result<FileFormat> {
+    let file = table.file.as_deref().unwrap_or_default();
     match table.format.as_deref() {
         Some("parquet") => Ok(FileFormat::Parquet),
         Some("csv") => Ok(FileFormat::Csv),
-        None if table.file.ends_with(".parquet") => Ok(FileFormat::Parquet),
+        None if file.ends_with(".parquet") => Ok(FileFormat::Parquet),
         None => Ok(FileFormat::Csv),
         Some(other) => Err(invalid(format!("format '{other}': use csv or parquet"))),
     }

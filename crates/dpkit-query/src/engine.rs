@@ -13,7 +13,8 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use rand_core::CryptoRng;
 
-use crate::description::Description;
+use crate::backend::Backend;
+use crate::description::{Description, Source};
 use crate::error::{QueryError, Result};
 use crate::ledger::{Ledger, Once};
 use crate::plan::{Measurement, PrivateQuery, QuantileRole, plan_private};
@@ -59,6 +60,9 @@ pub struct QueryEngine {
     source_file: Option<std::path::PathBuf>,
     /// The typed, capped view of the data that queries read.
     view: datafusion::logical_expr::LogicalPlan,
+    /// The database that runs the plans, when the table lives in one, and
+    /// the `SELECT` that reads its table with the declared types.
+    database: Option<(Box<dyn Backend>, String)>,
 }
 
 /// The reason a run that ran out of time fails with.
@@ -91,8 +95,11 @@ fn result_error(_error: impl std::fmt::Display) -> QueryError {
 }
 
 impl QueryEngine {
-    /// Opens the description's data file.
+    /// Opens the description's data file, or connects to its database.
     pub fn open(description: Description) -> Result<Self> {
+        if description.source != Source::File {
+            return Self::open_database(description);
+        }
         let runtime = runtime()?;
         let context = session();
         let path = description.file.to_string_lossy().into_owned();
@@ -111,7 +118,32 @@ impl QueryEngine {
             runtime,
             source_file,
             view,
+            database: None,
         })
+    }
+
+    /// Connects to the description's database and checks its table: plans
+    /// are made over an empty table of its columns, and run as SQL there.
+    fn open_database(description: Description) -> Result<Self> {
+        let Some(backend) = crate::backend::connect(&description)? else {
+            return Err(QueryError::Description(
+                "the table is not in a database".into(),
+            ));
+        };
+        let found = backend.columns()?;
+        let columns =
+            crate::backend::declared_columns(&description, &found, backend.flavour().name())?;
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|(name, kind)| Field::new(name, crate::source::declared_type(*kind), true))
+            .collect();
+        let empty =
+            datafusion::datasource::MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])
+                .map_err(|e| QueryError::Data(format!("cannot plan over the table: {e}")))?;
+        let source = backend.source(&columns);
+        let mut engine = Self::with_table(description, Arc::new(empty))?;
+        engine.database = Some((backend, source));
+        Ok(engine)
     }
 
     /// Serves `provider` (an in-memory table, say) under the description's table name.
@@ -131,6 +163,7 @@ impl QueryEngine {
             runtime,
             source_file: None,
             view,
+            database: None,
         })
     }
 
@@ -195,7 +228,17 @@ impl QueryEngine {
         let mut domain_of = |expr: &Expr, column: &str, bounds: (i64, i64)| {
             self.enumerate_domain(expr, column, bounds)
         };
-        plan_private(sql, &logical, &self.description, &self.view, &mut domain_of)
+        let mut query = plan_private(sql, &logical, &self.description, &self.view, &mut domain_of)?;
+        if let Some((backend, source)) = &self.database {
+            let raw = crate::source::raw_table_name(&self.description.table);
+            query.remote = Some(crate::backend::sql::remote_plan(
+                &query.plan,
+                backend.flavour(),
+                &raw,
+                source,
+            )?);
+        }
+        Ok(query)
     }
 
     /// The values a GROUP BY expression over one integer column takes on
@@ -257,6 +300,16 @@ impl QueryEngine {
 
     /// Runs the rewritten plan: the exact, clamped, per-group measurements.
     pub fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
+        if let Some((backend, _)) = &self.database {
+            let remote = query.remote.as_ref().ok_or_else(|| {
+                QueryError::Sql("the query was planned for another engine".into())
+            })?;
+            let schema = query.plan.schema().inner().clone();
+            let batch = backend.run(remote, schema, self.limits.timeout)?;
+            return Ok(ExactGroups::merged_with_histograms(groups_of(
+                &batch, query,
+            )?));
+        }
         if let Some(file) = &self.source_file
             && !file.is_file()
         {

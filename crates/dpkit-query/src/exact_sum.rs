@@ -268,6 +268,36 @@ fn counted(values: &Float64Array, opt_filter: Option<&BooleanArray>, row: usize)
     values.is_valid(row) && opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row))
 }
 
+/// The grid exponent of `function`, if it is `dpkit_exact_sum`: a database
+/// backend computes the same sum under a name that carries it.
+pub(crate) fn grid_exponent(function: &AggregateUDF) -> Option<i32> {
+    function
+        .inner()
+        .downcast_ref::<ExactSum>()
+        .map(|sum| sum.exponent)
+}
+
+/// The exact sum of `values` on the grid `2^exponent`, computed as the
+/// engine's accumulators compute it (for SQLite, which runs it row by row).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RowSum {
+    steps: i128,
+}
+
+impl RowSum {
+    /// Adds one value (NULLs are skipped by the caller).
+    pub(crate) fn add(&mut self, value: f64, exponent: i32) {
+        self.steps = self
+            .steps
+            .saturating_add(grid_steps(value, 2f64.powi(-exponent)));
+    }
+
+    /// The sum, as the engine's accumulators give it.
+    pub(crate) fn value(self, exponent: i32) -> f64 {
+        steps_value(self.steps, exponent)
+    }
+}
+
 /// `dpkit_exact_sum(value)` on the grid `2^exponent`; `value` is Float64.
 pub(crate) fn exact_sum(value: Expr, exponent: i32) -> Expr {
     let function = AggregateUDF::from(ExactSum {

@@ -111,6 +111,13 @@ pub(crate) fn explanation(
          noise to its small result):\n",
     );
     text.push_str(&format!("{}\n", query.plan.display_indent()));
+    if let Some(remote) = &query.remote {
+        text.push_str(&format!(
+            "\nSQL sent to {} (it runs the plan above; only these aggregates come back):\n{}\n",
+            remote.flavour.name(),
+            remote.sql
+        ));
+    }
     text.push_str(&format!(
         "\nReleases ({}% intervals):\n",
         settings.confidence * 100.0

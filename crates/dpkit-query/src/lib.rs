@@ -23,6 +23,7 @@
 //! ```
 
 pub mod audit;
+pub mod backend;
 mod cells;
 mod clamp;
 mod cut_text;

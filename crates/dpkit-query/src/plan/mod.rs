@@ -260,6 +260,8 @@ pub struct PrivateQuery {
     pub neighbouring: dpkit_core::sensitivity::Neighbouring,
     /// A public upper bound on any count (the declared number of people).
     pub count_ceiling: Option<f64>,
+    /// The plan as the SQL a database runs, when the table lives in one.
+    pub remote: Option<crate::backend::RemotePlan>,
 }
 
 fn not_private(reason: impl Into<String>) -> QueryError {
@@ -385,6 +387,7 @@ pub(crate) fn plan_private(
             .public_rows
             .and_then(|people| people.checked_mul(rows_per_person))
             .map(|rows| rows as f64),
+        remote: None,
     })
 }
 

@@ -1,0 +1,141 @@
+//! Where the rewritten private plan runs.
+//!
+//! The embedded DataFusion engine runs it on CSV and Parquet files (the
+//! default, in [`crate::engine`]). A [`Backend`] runs the same plan where
+//! the rows already live, as one SQL statement (see [`sql`]): the capped,
+//! typed view, the total expressions, the clamps and the exact sums all run
+//! in the database, and only the per-group exact aggregates come back;
+//! dpkit adds the noise, as it does for files.
+//!
+//! The table's columns are checked against the description when it is
+//! opened; the plan is written as SQL when the query is planned, so a query
+//! a database cannot run safely is refused before anything is spent.
+
+mod bridge;
+mod placeholder;
+mod postgres;
+mod postgres_sql;
+mod rows;
+pub mod sql;
+mod sqlite;
+
+use std::time::Duration;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+
+use crate::description::{ColumnKind, Description, Source};
+use crate::error::{QueryError, Result};
+pub use sql::{Flavour, RemotePlan};
+
+/// A column's type in a database, as dpkit reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseType {
+    /// Whole numbers.
+    Integer,
+    /// Floating-point numbers.
+    Real,
+    /// Text.
+    Text,
+    /// Anything else (read as text when the description does not list it).
+    Other(String),
+}
+
+/// A database that runs private plans as SQL.
+pub trait Backend: Send + Sync {
+    /// Which SQL it speaks.
+    fn flavour(&self) -> Flavour;
+    /// The table's columns, in order, with their types.
+    fn columns(&self) -> Result<Vec<(String, DatabaseType)>>;
+    /// The `SELECT` that reads the table's columns as `columns` declares.
+    fn source(&self, columns: &[(String, ColumnKind)]) -> String;
+    /// Runs `plan`; the result has `schema`'s columns. Failures that cannot
+    /// depend on the rows (the database cannot be reached) are
+    /// [`QueryError::Data`], refunded; any other is
+    /// [`QueryError::FailedWhileRunning`], its cost kept.
+    fn run(
+        &self,
+        plan: &RemotePlan,
+        schema: SchemaRef,
+        timeout: Option<Duration>,
+    ) -> Result<RecordBatch>;
+}
+
+/// The database `description` names, connected, or `None` for a file.
+pub(crate) fn connect(description: &Description) -> Result<Option<Box<dyn Backend>>> {
+    Ok(match &description.source {
+        Source::File => None,
+        Source::Sqlite { table } => Some(Box::new(sqlite::SqliteTable::open(
+            &description.file,
+            table,
+        )?)),
+        Source::Postgres { connection, table } => {
+            Some(Box::new(postgres::PostgresTable::open(connection, table)?))
+        }
+    })
+}
+
+/// Each column of the database table with the type the view reads it as:
+/// the declared type for described columns (which must match the
+/// database's), text for the others. One line names every mismatch.
+pub(crate) fn declared_columns(
+    description: &Description,
+    columns: &[(String, DatabaseType)],
+    database: &str,
+) -> Result<Vec<(String, ColumnKind)>> {
+    let mut problems = Vec::new();
+    for (name, facts) in &description.columns {
+        match columns.iter().find(|(n, _)| n == name) {
+            None => problems.push(format!("it has no column '{name}'")),
+            Some((_, found)) if !fits(facts.kind, found) => problems.push(format!(
+                "its column '{name}' is {} where the description declares {}",
+                type_name(found),
+                kind_name(facts.kind)
+            )),
+            Some(_) => {}
+        }
+    }
+    if !problems.is_empty() {
+        return Err(QueryError::Description(format!(
+            "the {database} table differs from its description: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(columns
+        .iter()
+        .map(|(name, _)| {
+            let kind = description
+                .column(name)
+                .map_or(ColumnKind::Text, |f| f.kind);
+            (name.clone(), kind)
+        })
+        .collect())
+}
+
+/// Whether a database type holds the declared kind exactly (integers are
+/// exact reals; nothing else converts without a rule of its own).
+fn fits(kind: ColumnKind, found: &DatabaseType) -> bool {
+    matches!(
+        (kind, found),
+        (ColumnKind::Integer, DatabaseType::Integer)
+            | (ColumnKind::Real, DatabaseType::Real | DatabaseType::Integer)
+            | (ColumnKind::Text, DatabaseType::Text)
+    )
+}
+
+fn type_name(found: &DatabaseType) -> String {
+    match found {
+        DatabaseType::Integer => "an integer".into(),
+        DatabaseType::Real => "a real number".into(),
+        DatabaseType::Text => "text".into(),
+        DatabaseType::Other(name) => format!("of type {name}"),
+    }
+}
+
+fn kind_name(kind: ColumnKind) -> &'static str {
+    match kind {
+        ColumnKind::Integer => "integer",
+        ColumnKind::Real => "real",
+        ColumnKind::Text => "text",
+    }
+}

@@ -1,0 +1,129 @@
+//! Functions that stand in the plan for something a database computes: they
+//! carry a name and a type for the unparser, and never run in DataFusion.
+
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature,
+    Volatility,
+};
+
+fn never_runs(name: &str) -> DataFusionError {
+    DataFusionError::Internal(format!("{name} runs in the database, not here"))
+}
+
+/// A scalar function the database computes.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Placeholder {
+    name: String,
+    returns: DataType,
+    signature: Signature,
+}
+
+impl Placeholder {
+    /// `name(…)` returning `returns`.
+    pub(crate) fn new(name: String, returns: DataType) -> Self {
+        Self {
+            name,
+            returns,
+            signature: Signature::variadic_any(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for Placeholder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(self.returns.clone())
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        Err(never_runs(&self.name))
+    }
+}
+
+/// An aggregate the database computes.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PlaceholderAggregate {
+    name: String,
+    returns: DataType,
+    signature: Signature,
+}
+
+impl PlaceholderAggregate {
+    /// The exact sum on the grid `2^exponent`, named by its grid
+    /// (`dpkit_exact_sum_m30` for 2^-30), as a Float64.
+    pub(crate) fn exact_sum(exponent: i32) -> Self {
+        Self {
+            name: exact_sum_name(exponent),
+            returns: DataType::Float64,
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+
+    /// A group's quantile cells (SQLite: their indices as `1,2,3` text).
+    pub(crate) fn cells() -> Self {
+        Self {
+            name: "dpkit_cells".into(),
+            returns: DataType::List(std::sync::Arc::new(Field::new_list_field(
+                DataType::Int64,
+                true,
+            ))),
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+/// The name of the exact sum on the grid `2^exponent` (exponents are ≤ 0).
+pub(crate) fn exact_sum_name(exponent: i32) -> String {
+    format!("dpkit_exact_sum_m{}", exponent.unsigned_abs())
+}
+
+/// The grid exponent a name from [`exact_sum_name`] stands for.
+pub(crate) fn exact_sum_exponent(name: &str) -> Option<i32> {
+    let digits = name.strip_prefix("dpkit_exact_sum_m")?;
+    digits.parse::<i32>().ok().map(|k| -k)
+}
+
+impl AggregateUDFImpl for PlaceholderAggregate {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(self.returns.clone())
+    }
+
+    fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        Err(never_runs(&self.name))
+    }
+
+    fn state_fields(&self, _args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        Err(never_runs(&self.name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_sum_names_carry_their_grid() {
+        for k in [0, -1, -30, -1000] {
+            assert_eq!(exact_sum_exponent(&exact_sum_name(k)), Some(k));
+        }
+        assert_eq!(exact_sum_exponent("sum"), None);
+    }
+}

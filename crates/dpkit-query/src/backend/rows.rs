@@ -1,0 +1,231 @@
+//! A database's result rows as one Arrow batch of the plan's output schema,
+//! so that the embedded engine and every database share one reader
+//! (`engine::groups_of`).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, RecordBatch, StringBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use crate::error::{QueryError, Result};
+
+/// One value as a database returned it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Cell<'a> {
+    /// SQL NULL.
+    Null,
+    /// An integer.
+    Integer(i64),
+    /// A double.
+    Real(f64),
+    /// Text (PostgreSQL returns every value as text).
+    Text(&'a str),
+}
+
+/// The result has a shape the plan did not ask for. Its message names no
+/// value: which values came back must not show in an error.
+pub(crate) fn shape_error() -> QueryError {
+    QueryError::Data("the database's result has an unexpected shape".into())
+}
+
+/// Builds a batch of `schema` row by row.
+pub(crate) struct Rows {
+    schema: SchemaRef,
+    columns: Vec<Column>,
+}
+
+enum Column {
+    Integer(Int64Builder),
+    Real(Float64Builder),
+    Text(StringBuilder),
+    Boolean(BooleanBuilder),
+    /// A quantile's cell indices: text `1,2,3` (SQLite) or `{1,2,3}` (PostgreSQL).
+    Cells(ListBuilder<Int64Builder>),
+}
+
+impl Rows {
+    /// An empty result of `schema`; refuses a type no plan produces.
+    pub(crate) fn new(schema: SchemaRef) -> Result<Self> {
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|field| match field.data_type() {
+                t if t.is_integer() => Ok(Column::Integer(Int64Builder::new())),
+                t if t.is_floating() => Ok(Column::Real(Float64Builder::new())),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                    Ok(Column::Text(StringBuilder::new()))
+                }
+                DataType::Boolean => Ok(Column::Boolean(BooleanBuilder::new())),
+                DataType::List(item) if item.data_type() == &DataType::Int64 => {
+                    Ok(Column::Cells(ListBuilder::new(Int64Builder::new())))
+                }
+                _ => Err(shape_error()),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self { schema, columns })
+    }
+
+    /// For each column of a result named `names`, the schema's column it
+    /// fills (a database orders a SELECT list its own way); every column of
+    /// the schema must be named once.
+    pub(crate) fn order<'a>(&self, names: impl Iterator<Item = &'a str>) -> Result<Vec<usize>> {
+        let order: Vec<usize> = names
+            .map(|name| self.schema.index_of(name).map_err(|_| shape_error()))
+            .collect::<Result<_>>()?;
+        let mut seen = order.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != order.len() || order.len() != self.columns.len() {
+            return Err(shape_error());
+        }
+        Ok(order)
+    }
+
+    /// Appends `cell` to column `index`.
+    pub(crate) fn push(&mut self, index: usize, cell: Cell<'_>) -> Result<()> {
+        let column = self.columns.get_mut(index).ok_or_else(shape_error)?;
+        match (column, cell) {
+            (Column::Integer(b), Cell::Null) => b.append_null(),
+            (Column::Real(b), Cell::Null) => b.append_null(),
+            (Column::Text(b), Cell::Null) => b.append_null(),
+            (Column::Boolean(b), Cell::Null) => b.append_null(),
+            (Column::Cells(b), Cell::Null) => b.append_null(),
+            (Column::Integer(b), cell) => b.append_value(integer(cell)?),
+            (Column::Real(b), cell) => b.append_value(real(cell)?),
+            (Column::Text(b), Cell::Text(text)) => b.append_value(text),
+            (Column::Boolean(b), cell) => b.append_value(boolean(cell)?),
+            (Column::Cells(b), Cell::Text(text)) => {
+                for index in cell_indices(text)? {
+                    b.values().append_value(index);
+                }
+                b.append(true);
+            }
+            _ => return Err(shape_error()),
+        }
+        Ok(())
+    }
+
+    /// The batch: the schema's names, with the types read (integers as
+    /// Int64, reals as Float64, every column nullable).
+    pub(crate) fn finish(self) -> Result<RecordBatch> {
+        let arrays: Vec<ArrayRef> = self
+            .columns
+            .into_iter()
+            .map(|column| match column {
+                Column::Integer(mut b) => Arc::new(b.finish()) as ArrayRef,
+                Column::Real(mut b) => Arc::new(b.finish()),
+                Column::Text(mut b) => Arc::new(b.finish()),
+                Column::Boolean(mut b) => Arc::new(b.finish()),
+                Column::Cells(mut b) => Arc::new(b.finish()),
+            })
+            .collect();
+        let fields: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .zip(&arrays)
+            .map(|(field, array)| Field::new(field.name(), array.data_type().clone(), true))
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|_| shape_error())
+    }
+}
+
+fn integer(cell: Cell<'_>) -> Result<i64> {
+    match cell {
+        Cell::Integer(i) => Ok(i),
+        Cell::Text(text) => text.trim().parse().map_err(|_| shape_error()),
+        _ => Err(shape_error()),
+    }
+}
+
+fn real(cell: Cell<'_>) -> Result<f64> {
+    match cell {
+        Cell::Real(x) => Ok(x),
+        Cell::Integer(i) => Ok(i as f64),
+        Cell::Text("NaN") => Ok(f64::NAN),
+        Cell::Text("Infinity") => Ok(f64::INFINITY),
+        Cell::Text("-Infinity") => Ok(f64::NEG_INFINITY),
+        Cell::Text(text) => text.trim().parse().map_err(|_| shape_error()),
+        Cell::Null => Err(shape_error()),
+    }
+}
+
+fn boolean(cell: Cell<'_>) -> Result<bool> {
+    match cell {
+        Cell::Integer(i) => Ok(i != 0),
+        Cell::Text("t" | "true") => Ok(true),
+        Cell::Text("f" | "false") => Ok(false),
+        _ => Err(shape_error()),
+    }
+}
+
+/// `1,2,3` or `{1,2,3}` as integers (an empty list is empty).
+fn cell_indices(text: &str) -> Result<Vec<i64>> {
+    let inner = text.trim_start_matches('{').trim_end_matches('}');
+    if inner.is_empty() {
+        return Ok(Vec::new());
+    }
+    inner
+        .split(',')
+        .map(|i| i.trim().parse().map_err(|_| shape_error()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::Int64Type;
+
+    #[test]
+    fn text_and_native_values_build_the_schema_types() {
+        let item = Arc::new(Field::new("item", DataType::Int64, true));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Utf8, true),
+            Field::new("n", DataType::Int64, true),
+            Field::new("s", DataType::Float64, true),
+            Field::new("c", DataType::List(item), true),
+        ]));
+        let mut rows = Rows::new(schema).unwrap();
+        for (i, cell) in [
+            Cell::Text("Male"),
+            Cell::Text("42"),
+            Cell::Text("-Infinity"),
+            Cell::Text("{3,1}"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            rows.push(i, cell).unwrap();
+        }
+        for (i, cell) in [
+            Cell::Null,
+            Cell::Integer(7),
+            Cell::Real(0.5),
+            Cell::Text(""),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            rows.push(i, cell).unwrap();
+        }
+        let batch = rows.finish().unwrap();
+        assert_eq!(batch.num_rows(), 2);
+        assert!(batch.column(0).is_null(1));
+        assert_eq!(batch.column(1).as_primitive::<Int64Type>().value(0), 42);
+        let lists = batch.column(3).as_list::<i32>();
+        assert_eq!(lists.value(0).as_primitive::<Int64Type>().values(), &[3, 1]);
+        assert_eq!(lists.value(1).len(), 0);
+    }
+
+    #[test]
+    fn values_of_the_wrong_kind_are_a_shape_error_without_the_value() {
+        let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]));
+        let mut rows = Rows::new(schema).unwrap();
+        let error = rows.push(0, Cell::Text("secret-42x")).unwrap_err();
+        assert!(!error.to_string().contains("secret"));
+        assert!(rows.push(1, Cell::Integer(1)).is_err());
+    }
+}

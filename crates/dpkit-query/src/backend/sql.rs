@@ -1,0 +1,252 @@
+//! The rewritten private plan as one SQL statement for a database.
+//!
+//! The plan is the one the embedded engine runs (the capped, typed view,
+//! the total expressions, the clamps, the exact sums); only its spelling
+//! changes, in three steps:
+//! 1. **Expressions are mapped, with their types** ([`Translation`]):
+//!    identity casts are dropped; on SQLite every function, cast, LIKE and
+//!    regular expression becomes a call of a function that dpkit registers
+//!    on the connection and computes with the embedded engine's own code
+//!    (so the same rows give the same values, and nothing can raise a
+//!    SQLite error); on PostgreSQL only what has a form that cannot fail is
+//!    kept, and anything else is refused at planning, which spends nothing.
+//! 2. **DataFusion's unparser** writes the plan as SQL.
+//! 3. **dpkit's functions are spelled** in the database's SQL on the syntax
+//!    tree ([`spell_postgres`]), and the raw table is defined by a `WITH`
+//!    clause that reads the database table with the declared types.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::{
+    AggregateUDFImpl, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator,
+};
+use datafusion::sql::unparser::Unparser;
+
+use super::bridge::Sqlite;
+use super::placeholder::{Placeholder, PlaceholderAggregate};
+use crate::error::{QueryError, Result};
+
+/// Which SQL a database speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// SQLite, with dpkit's functions registered on the connection.
+    Sqlite,
+    /// PostgreSQL, with dpkit's functions spelled in its SQL.
+    Postgres,
+}
+
+impl Flavour {
+    /// The database's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "SQLite",
+            Self::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+/// The SQL a database runs for a private plan.
+#[derive(Debug, Clone)]
+pub struct RemotePlan {
+    /// The database it is written for.
+    pub flavour: Flavour,
+    /// The statement sent (what `--explain` shows).
+    pub sql: String,
+    /// Functions the statement calls that SQLite computes in dpkit's code.
+    pub(crate) functions: Vec<Sqlite>,
+}
+
+/// A refusal: the query runs on the embedded engine but not on this database.
+fn unavailable(flavour: Flavour, what: &str) -> QueryError {
+    QueryError::NotPrivate(format!(
+        "{what} is not available on {} yet (the embedded engine and SQLite run it)",
+        flavour.name()
+    ))
+}
+
+fn unparse_error(error: impl std::fmt::Display) -> QueryError {
+    QueryError::Sql(format!("cannot write the plan as SQL: {error}"))
+}
+
+/// `plan` as SQL for `flavour`; `raw_table` is the name the plan reads and
+/// `source` the `SELECT` that defines it from the database's table.
+pub(crate) fn remote_plan(
+    plan: &LogicalPlan,
+    flavour: Flavour,
+    raw_table: &str,
+    source: &str,
+) -> Result<RemotePlan> {
+    let mut translation = Translation {
+        flavour,
+        functions: Vec::new(),
+    };
+    let mapped = plan
+        .clone()
+        .transform_up(|node| translation.node(node))
+        .map_err(|e| match e {
+            datafusion::error::DataFusionError::External(inner) => {
+                match inner.downcast::<QueryError>() {
+                    Ok(refusal) => *refusal,
+                    Err(other) => unparse_error(other),
+                }
+            }
+            other => unparse_error(other),
+        })?
+        .data;
+    let mut statement = match flavour {
+        Flavour::Sqlite => Unparser::new(&datafusion::sql::unparser::dialect::SqliteDialect {}),
+        Flavour::Postgres => {
+            Unparser::new(&datafusion::sql::unparser::dialect::PostgreSqlDialect {})
+        }
+    }
+    .plan_to_sql(&mapped)
+    .map_err(unparse_error)?;
+    if flavour == Flavour::Postgres {
+        super::postgres_sql::spell(&mut statement)?;
+    }
+    Ok(RemotePlan {
+        flavour,
+        sql: format!("WITH {} AS ({source}) {statement}", quote(raw_table)),
+        functions: translation.functions,
+    })
+}
+
+/// `name` as a double-quoted SQL identifier (both databases read it).
+pub(crate) fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The expression mapping of step 1.
+struct Translation {
+    flavour: Flavour,
+    functions: Vec<Sqlite>,
+}
+
+type Step<T> = datafusion::error::Result<Transformed<T>>;
+
+fn refusal(error: QueryError) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::External(Box::new(error))
+}
+
+impl Translation {
+    fn node(&mut self, node: LogicalPlan) -> Step<LogicalPlan> {
+        let schema = input_schema(&node);
+        node.map_expressions(|expr| expr.transform_up(|e| self.expr(e, &schema).map_err(refusal)))
+    }
+
+    fn expr(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        let type_of = |e: &Expr| e.get_type(schema).map_err(unparse_error);
+        match expr {
+            Expr::TryCast(ref cast) if type_of(&cast.expr)? == *cast.field.data_type() => {
+                Ok(Transformed::yes(*cast.expr.clone()))
+            }
+            Expr::Cast(ref cast) if type_of(&cast.expr)? == *cast.field.data_type() => {
+                Ok(Transformed::yes(*cast.expr.clone()))
+            }
+            Expr::AggregateFunction(aggregate) => self.aggregate(aggregate),
+            other => match self.flavour {
+                Flavour::Sqlite => self.sqlite(other, schema),
+                Flavour::Postgres => super::postgres_sql::expr(other, &type_of),
+            },
+        }
+    }
+
+    /// SQLite: whatever DataFusion computes per value, dpkit computes.
+    fn sqlite(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        let computed = match &expr {
+            Expr::ScalarFunction(_) | Expr::Cast(_) | Expr::TryCast(_) | Expr::Like(_) => true,
+            Expr::BinaryExpr(BinaryExpr { op, .. }) => !matches!(
+                op,
+                Operator::And
+                    | Operator::Or
+                    | Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+            ),
+            Expr::Negative(_) => true,
+            _ => false,
+        };
+        if !computed {
+            return Ok(Transformed::no(expr));
+        }
+        let (call, function) = Sqlite::bridge(expr, schema, self.functions.len())?;
+        self.functions.push(function);
+        Ok(Transformed::yes(call))
+    }
+
+    /// Exact sums are named by their grid; the rest are the database's own.
+    fn aggregate(&mut self, aggregate: AggregateFunction) -> Result<Transformed<Expr>> {
+        let name = aggregate.func.name().to_string();
+        if let Some(exponent) = crate::exact_sum::grid_exponent(&aggregate.func) {
+            let placeholder = PlaceholderAggregate::exact_sum(exponent);
+            if self.flavour == Flavour::Sqlite {
+                self.functions.push(Sqlite::ExactSum {
+                    name: placeholder.name().to_string(),
+                    exponent,
+                });
+            }
+            let call = AggregateFunction::new_udf(
+                Arc::new(placeholder.into()),
+                aggregate.params.args,
+                false,
+                None,
+                vec![],
+                None,
+            );
+            return Ok(Transformed::yes(Expr::AggregateFunction(call)));
+        }
+        match name.as_str() {
+            "count" => Ok(Transformed::no(Expr::AggregateFunction(aggregate))),
+            "array_agg" if self.flavour == Flavour::Postgres => {
+                Ok(Transformed::no(Expr::AggregateFunction(aggregate)))
+            }
+            "array_agg" => {
+                let placeholder = PlaceholderAggregate::cells();
+                self.functions.push(Sqlite::Cells {
+                    name: placeholder.name().to_string(),
+                });
+                let call = AggregateFunction::new_udf(
+                    Arc::new(placeholder.into()),
+                    aggregate.params.args,
+                    false,
+                    None,
+                    vec![],
+                    None,
+                );
+                Ok(Transformed::yes(Expr::AggregateFunction(call)))
+            }
+            other => Err(unavailable(self.flavour, &format!("the aggregate {other}"))),
+        }
+    }
+}
+
+/// The schema a node's expressions are written over.
+fn input_schema(node: &LogicalPlan) -> DFSchema {
+    match node.inputs().as_slice() {
+        [input] => input.schema().as_ref().clone(),
+        _ => node.schema().as_ref().clone(),
+    }
+}
+
+/// A placeholder call `name(arguments)` of type `returns`.
+pub(crate) fn call(name: String, returns: DataType, arguments: Vec<Expr>) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(
+        Arc::new(Placeholder::new(name, returns).into()),
+        arguments,
+    ))
+}
+
+/// The `f64` in a literal argument, if it is one.
+pub(crate) fn float_literal(expr: &Expr) -> Option<f64> {
+    match expr {
+        Expr::Literal(ScalarValue::Float64(Some(x)), _) => Some(*x),
+        _ => None,
+    }
+}

@@ -1,0 +1,217 @@
+//! A table in a SQLite database file, opened read-only.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use rusqlite::functions::FunctionFlags;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, OpenFlags};
+
+use super::rows::{Cell, Rows, shape_error};
+use super::sql::{Flavour, RemotePlan, quote};
+use super::{Backend, DatabaseType};
+use crate::description::ColumnKind;
+use crate::error::{QueryError, Result};
+
+/// A SQLite table.
+pub(crate) struct SqliteTable {
+    connection: Mutex<Connection>,
+    table: String,
+}
+
+/// How long a statement waits for a writer's lock before it fails.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// A failure that does not depend on the rows: the file cannot be opened,
+/// read or locked. Refunded.
+fn unreachable_error(reason: &str) -> QueryError {
+    QueryError::Data(format!("the SQLite database {reason} (an I/O failure)"))
+}
+
+impl SqliteTable {
+    /// Opens `file` read-only and reads the table `table` from it.
+    pub(crate) fn open(file: &Path, table: &str) -> Result<Self> {
+        if !file.is_file() {
+            return Err(QueryError::Data(format!(
+                "cannot read {}: no such file",
+                file.display()
+            )));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection = Connection::open_with_flags(file, flags)
+            .and_then(|c| c.busy_timeout(BUSY_WAIT).map(|()| c))
+            .map_err(|_| unreachable_error("cannot be opened"))?;
+        register_readers(&connection).map_err(|_| unreachable_error("cannot be prepared"))?;
+        Ok(Self {
+            connection: Mutex::new(connection),
+            table: table.to_string(),
+        })
+    }
+}
+
+/// `dpkit_integer`, `dpkit_real` and `dpkit_text`: a stored value as the
+/// declared type, or NULL. SQLite columns hold any type in any row, and its
+/// CAST turns `'abc'` into 0: these read a value only in its declared form,
+/// as the embedded engine's `TRY_CAST` of a file does.
+fn register_readers(connection: &Connection) -> rusqlite::Result<()> {
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    connection.create_scalar_function("dpkit_integer", 1, flags, |c| {
+        Ok(match c.get_raw(0) {
+            ValueRef::Integer(i) => Value::Integer(i),
+            _ => Value::Null,
+        })
+    })?;
+    connection.create_scalar_function("dpkit_real", 1, flags, |c| {
+        Ok(match c.get_raw(0) {
+            ValueRef::Integer(i) => Value::Real(i as f64),
+            ValueRef::Real(x) => Value::Real(x),
+            _ => Value::Null,
+        })
+    })?;
+    connection.create_scalar_function("dpkit_text", 1, flags, |c| {
+        Ok(match c.get_raw(0) {
+            ValueRef::Text(t) => {
+                std::str::from_utf8(t).map_or(Value::Null, |t| Value::Text(t.to_string()))
+            }
+            ValueRef::Integer(i) => Value::Text(i.to_string()),
+            ValueRef::Real(x) => Value::Text(x.to_string()),
+            _ => Value::Null,
+        })
+    })
+}
+
+/// A column's declared type in SQLite's rules of affinity.
+fn affinity(declared: &str) -> DatabaseType {
+    let upper = declared.to_ascii_uppercase();
+    if upper.contains("INT") {
+        DatabaseType::Integer
+    } else if ["CHAR", "CLOB", "TEXT"].iter().any(|t| upper.contains(t)) {
+        DatabaseType::Text
+    } else if ["REAL", "FLOA", "DOUB"].iter().any(|t| upper.contains(t)) {
+        DatabaseType::Real
+    } else {
+        DatabaseType::Other(declared.to_string())
+    }
+}
+
+impl Backend for SqliteTable {
+    fn flavour(&self) -> Flavour {
+        Flavour::Sqlite
+    }
+
+    fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {
+        let connection = self.connection.lock().map_err(|_| shape_error())?;
+        let mut statement = connection
+            .prepare("SELECT name, type FROM pragma_table_info(?1)")
+            .map_err(|_| unreachable_error("cannot be read"))?;
+        let columns = statement
+            .query_map([&self.table], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    affinity(&row.get::<_, String>(1)?),
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|_| unreachable_error("cannot be read"))?;
+        if columns.is_empty() {
+            return Err(QueryError::Description(format!(
+                "the SQLite database has no table '{}'",
+                self.table
+            )));
+        }
+        Ok(columns)
+    }
+
+    fn source(&self, columns: &[(String, ColumnKind)]) -> String {
+        let list: Vec<String> = columns
+            .iter()
+            .map(|(name, kind)| {
+                let reader = match kind {
+                    ColumnKind::Integer => "dpkit_integer",
+                    ColumnKind::Real => "dpkit_real",
+                    ColumnKind::Text => "dpkit_text",
+                };
+                format!("{reader}({}) AS {}", quote(name), quote(name))
+            })
+            .collect();
+        format!("SELECT {} FROM {}", list.join(", "), quote(&self.table))
+    }
+
+    fn run(
+        &self,
+        plan: &RemotePlan,
+        schema: SchemaRef,
+        timeout: Option<Duration>,
+    ) -> Result<RecordBatch> {
+        let mut connection = self.connection.lock().map_err(|_| shape_error())?;
+        for function in &plan.functions {
+            function
+                .register(&connection)
+                .map_err(|_| unreachable_error("cannot be prepared"))?;
+        }
+        let deadline = timeout.map(|limit| Instant::now() + limit);
+        connection
+            .progress_handler(
+                10_000,
+                deadline.map(|deadline| move || Instant::now() > deadline),
+            )
+            .map_err(|_| unreachable_error("cannot be prepared"))?;
+        let outcome = collect(&connection, &plan.sql, schema);
+        let _ = connection.progress_handler(0, None::<fn() -> bool>);
+        outcome.map_err(|error| run_error(error, deadline))?
+    }
+}
+
+/// The statement's rows as one batch of `schema`.
+fn collect(
+    connection: &Connection,
+    sql: &str,
+    schema: SchemaRef,
+) -> rusqlite::Result<Result<RecordBatch>> {
+    let mut rows = match Rows::new(schema) {
+        Ok(rows) => rows,
+        Err(error) => return Ok(Err(error)),
+    };
+    let mut statement = connection.prepare(sql)?;
+    let order = match rows.order(statement.column_names()) {
+        Ok(order) => order,
+        Err(error) => return Ok(Err(error)),
+    };
+    let mut cursor = statement.query([])?;
+    while let Some(row) = cursor.next()? {
+        for (i, &column) in order.iter().enumerate() {
+            let cell = match row.get_ref(i)? {
+                ValueRef::Null | ValueRef::Blob(_) => Cell::Null,
+                ValueRef::Integer(v) => Cell::Integer(v),
+                ValueRef::Real(v) => Cell::Real(v),
+                ValueRef::Text(t) => Cell::Text(std::str::from_utf8(t).unwrap_or_default()),
+            };
+            if let Err(error) = rows.push(column, cell) {
+                return Ok(Err(error));
+            }
+        }
+    }
+    Ok(rows.finish())
+}
+
+/// A SQLite failure while running: refunded only when it cannot depend on
+/// the rows (the file cannot be read or locked); every other failure keeps
+/// its cost and withholds its details.
+fn run_error(error: rusqlite::Error, deadline: Option<Instant>) -> QueryError {
+    use rusqlite::ErrorCode::*;
+    let code = error.sqlite_error_code();
+    match code {
+        Some(OperationInterrupted) if deadline.is_some() => {
+            QueryError::FailedWhileRunning("it ran longer than the time limit".into())
+        }
+        Some(SystemIoFailure | CannotOpen | DatabaseBusy | DatabaseLocked | NotADatabase) => {
+            unreachable_error("could not be read")
+        }
+        _ => QueryError::FailedWhileRunning(
+            "details withheld: they could quote private values".into(),
+        ),
+    }
+}

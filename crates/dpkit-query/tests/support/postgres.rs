@@ -1,0 +1,191 @@
+//! A real PostgreSQL server for a test: Debian's binaries, `initdb` and
+//! `pg_ctl` in a temporary folder, listening on a free loopback port;
+//! stopped and removed when dropped. A server that cannot start fails the
+//! test with the reason, never skips it. As root, the server runs as the
+//! `postgres` user (PostgreSQL refuses to run as root).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Postgres {
+    pub folder: PathBuf,
+    pub port: u16,
+    bin: PathBuf,
+    stopped: bool,
+}
+
+/// The newest installed server's binaries (`DPKIT_PG_BIN` overrides).
+fn binaries() -> PathBuf {
+    if let Ok(bin) = std::env::var("DPKIT_PG_BIN") {
+        return PathBuf::from(bin);
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .expect("PostgreSQL is not installed (bash .ci/install-test-tools installs it)")
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|bin| bin.join("pg_ctl").is_file())
+        .collect();
+    versions.sort();
+    versions
+        .pop()
+        .expect("no PostgreSQL server binaries under /usr/lib/postgresql")
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Runs a server binary, as `postgres` when we are root.
+fn server_command(bin: &Path, program: &str) -> Command {
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command
+            .args(["-u", "postgres", "--"])
+            .arg(bin.join(program));
+        command
+    } else {
+        Command::new(bin.join(program))
+    }
+}
+
+fn run(mut command: Command, what: &str) {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Postgres {
+    /// Starts a server in a new temporary folder named after `name`.
+    pub fn start(name: &str) -> Self {
+        let bin = binaries();
+        let folder = std::env::temp_dir().join(format!("dpkit-pg-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        std::fs::create_dir_all(&folder).unwrap();
+        if is_root() {
+            run(
+                {
+                    let mut c = Command::new("chown");
+                    c.args(["-R", "postgres:postgres"]).arg(&folder);
+                    c
+                },
+                "chown the server's folder",
+            );
+        }
+        let data = folder.join("data");
+        let mut initdb = server_command(&bin, "initdb");
+        initdb.arg("-D").arg(&data).args([
+            "-U",
+            "dpkit",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
+        run(initdb, "initdb");
+        let port = free_port();
+        let mut start = server_command(&bin, "pg_ctl");
+        start
+            .arg("-D")
+            .arg(&data)
+            .arg("-l")
+            .arg(folder.join("log"))
+            .arg("-o")
+            .arg(format!(
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+                folder.display()
+            ))
+            .args(["-w", "-t", "60", "start"]);
+        run(start, "pg_ctl start");
+        Self {
+            folder,
+            port,
+            bin,
+            stopped: false,
+        }
+    }
+
+    /// The connection string of its `postgres` database.
+    pub fn connection(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=dpkit dbname=postgres",
+            self.port
+        )
+    }
+
+    /// Runs SQL through psql (a client, which may run as root).
+    pub fn psql(&self, sql: &str) {
+        let mut command = Command::new(self.bin.join("psql"));
+        command
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args([
+                "-U",
+                "dpkit",
+                "-d",
+                "postgres",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-q",
+                "-c",
+            ])
+            .arg(sql);
+        run(command, "psql");
+    }
+
+    /// Loads `csv` (with a header row) into `table`, created by `create`.
+    pub fn load_csv(&self, create: &str, table: &str, csv: &Path) {
+        self.psql(create);
+        let mut command = Command::new(self.bin.join("psql"));
+        command
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args([
+                "-U",
+                "dpkit",
+                "-d",
+                "postgres",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-q",
+                "-c",
+            ])
+            .arg(format!(
+                "\\copy {table} FROM '{}' WITH (FORMAT csv, HEADER true)",
+                csv.display()
+            ));
+        run(command, "psql \\copy");
+    }
+
+    /// Stops the server at once (as a crash would).
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let mut stop = server_command(&self.bin, "pg_ctl");
+        stop.arg("-D")
+            .arg(self.folder.join("data"))
+            .args(["-m", "immediate", "-w", "stop"]);
+        let _ = stop.output();
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}

@@ -103,6 +103,14 @@ pub enum Source {
         /// The table (`source_table`, by default the name; `schema.table` allowed).
         table: String,
     },
+    /// A table of an Apache Spark cluster, through its Spark Connect
+    /// server (`spark = "sc://host:port"`).
+    Spark {
+        /// The Spark Connect address.
+        address: String,
+        /// The table (`source_table`, by default the name; `database.table` allowed).
+        table: String,
+    },
 }
 
 impl std::fmt::Debug for Source {
@@ -113,6 +121,11 @@ impl std::fmt::Debug for Source {
             Self::Postgres { table, .. } => f
                 .debug_struct("Postgres")
                 .field("connection", &"(withheld)")
+                .field("table", table)
+                .finish(),
+            Self::Spark { address, table } => f
+                .debug_struct("Spark")
+                .field("address", address)
                 .field("table", table)
                 .finish(),
         }
@@ -185,6 +198,7 @@ struct RawTable {
     format: Option<String>,
     sqlite: Option<String>,
     postgres: Option<String>,
+    spark: Option<String>,
     source_table: Option<String>,
     people: Option<u64>,
 }
@@ -277,12 +291,12 @@ impl Description {
     }
 }
 
-/// The table's source: exactly one of `file`, `sqlite` and `postgres`.
+/// The table's source: exactly one of `file`, `sqlite`, `postgres` and `spark`.
 fn source(table: &RawTable, base: &Path) -> Result<(PathBuf, Source)> {
-    let given = [&table.file, &table.sqlite, &table.postgres];
+    let given = [&table.file, &table.sqlite, &table.postgres, &table.spark];
     if given.iter().filter(|s| s.is_some()).count() != 1 {
         return Err(invalid(
-            "[table] needs exactly one of file, sqlite and postgres".into(),
+            "[table] needs exactly one of file, sqlite, postgres and spark".into(),
         ));
     }
     if table.file.is_none() && table.format.is_some() {
@@ -292,7 +306,7 @@ fn source(table: &RawTable, base: &Path) -> Result<(PathBuf, Source)> {
     }
     if table.file.is_some() && table.source_table.is_some() {
         return Err(invalid(
-            "source_table names a database table: use it with sqlite or postgres".into(),
+            "source_table names a database table: use it with sqlite, postgres or spark".into(),
         ));
     }
     let source_table = table.source_table.clone().unwrap_or(table.name.clone());
@@ -301,22 +315,31 @@ fn source(table: &RawTable, base: &Path) -> Result<(PathBuf, Source)> {
             "source_table '{source_table}' must be letters, digits and underscores (schema.table allowed)"
         )));
     }
-    Ok(match (&table.file, &table.sqlite, &table.postgres) {
-        (Some(file), _, _) => (base.join(file), Source::File),
-        (_, Some(file), _) => (
-            base.join(file),
-            Source::Sqlite {
-                table: source_table,
-            },
-        ),
-        (_, _, connection) => (
-            PathBuf::new(),
-            Source::Postgres {
-                connection: connection.clone().unwrap_or_default(),
-                table: source_table,
-            },
-        ),
-    })
+    Ok(
+        match (&table.file, &table.sqlite, &table.postgres, &table.spark) {
+            (Some(file), ..) => (base.join(file), Source::File),
+            (_, Some(file), ..) => (
+                base.join(file),
+                Source::Sqlite {
+                    table: source_table,
+                },
+            ),
+            (_, _, Some(connection), _) => (
+                PathBuf::new(),
+                Source::Postgres {
+                    connection: connection.clone(),
+                    table: source_table,
+                },
+            ),
+            (.., address) => (
+                PathBuf::new(),
+                Source::Spark {
+                    address: address.clone().unwrap_or_default(),
+                    table: source_table,
+                },
+            ),
+        },
+    )
 }
 
 fn file_format(table: &RawTable) -> Result<FileFormat> {

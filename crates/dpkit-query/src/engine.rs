@@ -169,9 +169,13 @@ impl QueryEngine {
 
     /// Opens the description's data file and reads it whole into memory.
     /// Every row is read now, so a file that does not parse is refused here,
-    /// once, rather than failing every query.
+    /// once, rather than failing every query. A table in a database is
+    /// not copied: it is queried where it lives, as [`QueryEngine::open`] does.
     pub fn open_in_memory(description: Description) -> Result<Self> {
         let on_disk = Self::open(description)?;
+        if on_disk.database.is_some() {
+            return Ok(on_disk);
+        }
         let (schema, table) = on_disk.block_on(crate::source::typed_table(
             &on_disk.context,
             &on_disk.description,

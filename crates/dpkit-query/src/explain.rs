@@ -106,14 +106,18 @@ pub(crate) fn explanation(
     noise: &NoisePlan,
     settings: &ReleaseSettings,
 ) -> String {
-    let mut text = String::from(
-        "Rewritten plan (DataFusion computes these exact, clamped aggregates; dpkit adds the \
-         noise to its small result):\n",
+    let engine = query
+        .remote
+        .as_ref()
+        .map_or("DataFusion", |remote| remote.flavour.name());
+    let mut text = format!(
+        "Rewritten plan ({engine} computes these exact, clamped aggregates; dpkit adds the \
+         noise to its small result):\n"
     );
     text.push_str(&format!("{}\n", query.plan.display_indent()));
     if let Some(remote) = &query.remote {
         text.push_str(&format!(
-            "\nSQL sent to {} (it runs the plan above; only these aggregates come back):\n{}\n",
+            "\nSQL sent to {} (the plan above; only its aggregates come back):\n{}\n",
             remote.flavour.name(),
             remote.sql
         ));

@@ -1,5 +1,6 @@
-//! The same private plans on SQLite and on a real PostgreSQL server (started
-//! by the tests): the same exact aggregates as the embedded engine, no
+//! The same private plans on SQLite, on a real PostgreSQL server and on a
+//! real Spark cluster (both started by the tests): the same exact
+//! aggregates as the embedded engine, no
 //! failure that depends on one person's row, and one clear line, with
 //! nothing spent, for bad connections, lost servers and tables that differ
 //! from their descriptions.
@@ -8,6 +9,8 @@
 mod databases;
 #[path = "support/postgres.rs"]
 mod postgres;
+#[path = "support/spark.rs"]
+mod spark;
 
 use std::path::PathBuf;
 
@@ -332,6 +335,21 @@ fn bad_connections_are_one_line_that_never_shows_the_password() {
         !message.contains("hunter2") && !message.contains('\n'),
         "{message}"
     );
+    let spark = |address: String| {
+        QueryEngine::open(in_database(
+            PEOPLE_DESCRIPTION,
+            &format!("spark = \"{address}\""),
+            &folder("bad-connection"),
+        ))
+    };
+    let Err(QueryError::Description(message)) = spark("http://127.0.0.1:15002".into()) else {
+        panic!("expected a description error for a Spark address without sc://");
+    };
+    assert!(message.contains("sc://host:port"), "{message}");
+    let Err(QueryError::Data(message)) = spark(format!("sc://127.0.0.1:{port}")) else {
+        panic!("expected an I/O error for a Spark server that is not there");
+    };
+    assert!(!message.contains('\n'), "{message}");
 }
 
 #[test]
@@ -358,5 +376,100 @@ fn a_server_that_goes_away_refunds_the_query() {
         ledger.state().unwrap().spent_epsilon,
         spent,
         "the lost query is refunded"
+    );
+}
+
+#[test]
+fn a_database_table_opened_in_memory_is_queried_where_it_lives() {
+    let dir = folder("in-memory");
+    sqlite_file(&dir.join("t.sqlite"), "t", PEOPLE, PEOPLE_TYPES);
+    let description = in_database(PEOPLE_DESCRIPTION, "sqlite = \"t.sqlite\"", &dir);
+    let engine = QueryEngine::open_in_memory(description).unwrap();
+    let groups = exact(&engine, "SELECT COUNT(*) AS n FROM t");
+    assert_eq!(groups[0].1, [4.0], "every row is counted, none copied away");
+}
+
+/// `CREATE TABLE … USING csv` over `csv`'s file, typed as `types` say.
+fn spark_table(
+    table: &str,
+    csv: &str,
+    file: &std::path::Path,
+    types: databases::Types<'_>,
+) -> String {
+    let header = csv.lines().next().unwrap();
+    let columns: Vec<String> = header
+        .split(',')
+        .map(|c| {
+            let t = match types.iter().find(|(n, _)| *n == c).map(|(_, t)| *t) {
+                Some("INTEGER") => "BIGINT",
+                Some("REAL") => "DOUBLE",
+                _ => "STRING",
+            };
+            format!("`{c}` {t}")
+        })
+        .collect();
+    format!(
+        "CREATE TABLE {table} ({}) USING csv OPTIONS (path '{}', header 'true')",
+        columns.join(", "),
+        file.display()
+    )
+}
+
+/// One cluster for every Spark check (it takes seconds to start): Adult's
+/// exact aggregates as the embedded engine's, refusals of what Spark cannot
+/// run safely, and no failure that depends on one person's row.
+#[test]
+fn spark_runs_the_private_plans_of_the_embedded_engine() {
+    let spark = spark::Spark::start("checks");
+    let (text, data) = adult_text();
+    let with = spark.folder.join("with.csv");
+    let without = spark.folder.join("without.csv");
+    std::fs::write(&with, PEOPLE).unwrap();
+    std::fs::write(&without, without_dan()).unwrap();
+    spark.sql(&[
+        spark_table(
+            "adult",
+            &adult_csv(),
+            &data.join("adult.data.csv"),
+            ADULT_TYPES,
+        ),
+        spark_table("with_dan", PEOPLE, &with, PEOPLE_TYPES),
+        spark_table("without_dan", PEOPLE, &without, PEOPLE_TYPES),
+    ]);
+    let source = |table: &str| {
+        format!(
+            "spark = \"{}\"\nsource_table = \"{table}\"",
+            spark.address()
+        )
+    };
+    let adult = QueryEngine::open(in_database(&text, &source("adult"), &data)).unwrap();
+    assert_same_exact(&adult, SHARED);
+    for sql in SQLITE_ONLY {
+        match adult.plan(sql) {
+            Err(QueryError::NotPrivate(reason)) => {
+                assert!(reason.contains("not available on Spark"), "{reason}")
+            }
+            other => panic!("{sql}: expected a refusal, got {other:?}"),
+        }
+    }
+    let missing = QueryEngine::open(in_database(&text, &source("no_such_table"), &data));
+    let Err(QueryError::Description(message)) = missing else {
+        panic!("expected a description error for a table Spark does not have");
+    };
+    assert!(message.contains("no_such_table"), "{message}");
+    let explained = adult.explain(SHARED[0], &settings(1.0)).unwrap();
+    assert!(explained.contains("SQL sent to Spark"), "{explained}");
+    let open = |table: &str| {
+        QueryEngine::open(in_database(
+            PEOPLE_DESCRIPTION,
+            &source(table),
+            &spark.folder,
+        ))
+        .unwrap()
+    };
+    assert_no_oracle(
+        &open("with_dan"),
+        &open("without_dan"),
+        &folder("oracle-spark"),
     );
 }

@@ -14,8 +14,11 @@
 mod bridge;
 mod placeholder;
 mod postgres;
-mod postgres_sql;
 mod rows;
+mod safe_sql;
+mod spark;
+mod spark_proto;
+mod spelling;
 pub mod sql;
 mod sqlite;
 
@@ -71,6 +74,9 @@ pub(crate) fn connect(description: &Description) -> Result<Option<Box<dyn Backen
         )?)),
         Source::Postgres { connection, table } => {
             Some(Box::new(postgres::PostgresTable::open(connection, table)?))
+        }
+        Source::Spark { address, table } => {
+            Some(Box::new(spark::SparkTable::open(address, table)?))
         }
     })
 }

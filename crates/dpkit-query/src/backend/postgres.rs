@@ -11,7 +11,7 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Row};
 
 use super::rows::{Cell, Rows, shape_error};
-use super::sql::{Flavour, RemotePlan, quote};
+use super::sql::{Flavour, RemotePlan};
 use super::{Backend, DatabaseType};
 use crate::description::ColumnKind;
 use crate::error::{QueryError, Result};
@@ -127,7 +127,11 @@ fn database_type(name: &str) -> DatabaseType {
 
 /// `schema.table` as a quoted name.
 fn qualified(table: &str) -> String {
-    table.split('.').map(quote).collect::<Vec<_>>().join(".")
+    table
+        .split('.')
+        .map(|part| Flavour::Postgres.quote(part))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 impl Backend for PostgresTable {
@@ -174,7 +178,11 @@ impl Backend for PostgresTable {
                     ColumnKind::Real => "DOUBLE PRECISION",
                     ColumnKind::Text => "TEXT",
                 };
-                format!("CAST({} AS {to}) AS {}", quote(name), quote(name))
+                format!(
+                    "CAST({} AS {to}) AS {}",
+                    Flavour::Postgres.quote(name),
+                    Flavour::Postgres.quote(name)
+                )
             })
             .collect();
         format!("SELECT {} FROM {}", list.join(", "), qualified(&self.table))

@@ -37,6 +37,8 @@ pub enum Flavour {
     Sqlite,
     /// PostgreSQL, with dpkit's functions spelled in its SQL.
     Postgres,
+    /// Apache Spark SQL (through Spark Connect), spelled likewise.
+    Spark,
 }
 
 impl Flavour {
@@ -45,6 +47,23 @@ impl Flavour {
         match self {
             Self::Sqlite => "SQLite",
             Self::Postgres => "PostgreSQL",
+            Self::Spark => "Spark",
+        }
+    }
+
+    /// Its name for a double.
+    pub(crate) fn double(self) -> &'static str {
+        match self {
+            Self::Spark => "DOUBLE",
+            _ => "DOUBLE PRECISION",
+        }
+    }
+
+    /// `name` as a quoted identifier.
+    pub(crate) fn quote(self, name: &str) -> String {
+        match self {
+            Self::Spark => format!("`{}`", name.replace('`', "``")),
+            _ => format!("\"{}\"", name.replace('"', "\"\"")),
         }
     }
 }
@@ -97,27 +116,40 @@ pub(crate) fn remote_plan(
             other => unparse_error(other),
         })?
         .data;
-    let mut statement = match flavour {
-        Flavour::Sqlite => Unparser::new(&datafusion::sql::unparser::dialect::SqliteDialect {}),
-        Flavour::Postgres => {
-            Unparser::new(&datafusion::sql::unparser::dialect::PostgreSqlDialect {})
-        }
-    }
-    .plan_to_sql(&mapped)
-    .map_err(unparse_error)?;
-    if flavour == Flavour::Postgres {
-        super::postgres_sql::spell(&mut statement)?;
-    }
+    let mut statement = unparse(&mapped, flavour)?;
+    super::spelling::spell(&mut statement, flavour)?;
     Ok(RemotePlan {
         flavour,
-        sql: format!("WITH {} AS ({source}) {statement}", quote(raw_table)),
+        sql: format!(
+            "WITH {} AS ({source}) {statement}",
+            flavour.quote(raw_table)
+        ),
         functions: translation.functions,
     })
 }
 
-/// `name` as a double-quoted SQL identifier (both databases read it).
-pub(crate) fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
+/// Step 2: DataFusion's unparser, in the database's dialect.
+fn unparse(
+    plan: &LogicalPlan,
+    flavour: Flavour,
+) -> Result<datafusion::sql::sqlparser::ast::Statement> {
+    use datafusion::sql::sqlparser::ast::{DataType as Sql, ExactNumberInfo};
+    use datafusion::sql::unparser::dialect::{
+        CustomDialectBuilder, PostgreSqlDialect, SqliteDialect,
+    };
+    let spark = CustomDialectBuilder::new()
+        .with_identifier_quote_style('`')
+        .with_float64_ast_dtype(Sql::Double(ExactNumberInfo::None))
+        .with_int64_cast_dtype(Sql::BigInt(None))
+        .with_utf8_cast_dtype(Sql::String(None))
+        .with_requires_derived_table_alias(true)
+        .build();
+    match flavour {
+        Flavour::Sqlite => Unparser::new(&SqliteDialect {}).plan_to_sql(plan),
+        Flavour::Postgres => Unparser::new(&PostgreSqlDialect {}).plan_to_sql(plan),
+        Flavour::Spark => Unparser::new(&spark).plan_to_sql(plan),
+    }
+    .map_err(unparse_error)
 }
 
 /// The expression mapping of step 1.
@@ -150,7 +182,9 @@ impl Translation {
             Expr::AggregateFunction(aggregate) => self.aggregate(aggregate),
             other => match self.flavour {
                 Flavour::Sqlite => self.sqlite(other, schema),
-                Flavour::Postgres => super::postgres_sql::expr(other, &type_of),
+                Flavour::Postgres | Flavour::Spark => {
+                    super::safe_sql::expr(other, &type_of, self.flavour)
+                }
             },
         }
     }
@@ -158,6 +192,11 @@ impl Translation {
     /// SQLite: whatever DataFusion computes per value, dpkit computes.
     fn sqlite(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         let computed = match &expr {
+            // Spelled in SQLite's SQL (see `spelling`): they run once per
+            // row and value in every private query.
+            Expr::ScalarFunction(f) if ["dpkit_clamp", "dpkit_cut_text"].contains(&f.name()) => {
+                false
+            }
             Expr::ScalarFunction(_) | Expr::Cast(_) | Expr::TryCast(_) | Expr::Like(_) => true,
             Expr::BinaryExpr(BinaryExpr { op, .. }) => !matches!(
                 op,
@@ -204,7 +243,7 @@ impl Translation {
         }
         match name.as_str() {
             "count" => Ok(Transformed::no(Expr::AggregateFunction(aggregate))),
-            "array_agg" if self.flavour == Flavour::Postgres => {
+            "array_agg" if self.flavour != Flavour::Sqlite => {
                 Ok(Transformed::no(Expr::AggregateFunction(aggregate)))
             }
             "array_agg" => {

@@ -6,12 +6,11 @@ use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use rusqlite::functions::FunctionFlags;
-use rusqlite::types::{Value, ValueRef};
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::rows::{Cell, Rows, shape_error};
-use super::sql::{Flavour, RemotePlan, quote};
+use super::sql::{Flavour, RemotePlan};
 use super::{Backend, DatabaseType};
 use crate::description::ColumnKind;
 use crate::error::{QueryError, Result};
@@ -44,43 +43,11 @@ impl SqliteTable {
         let connection = Connection::open_with_flags(file, flags)
             .and_then(|c| c.busy_timeout(BUSY_WAIT).map(|()| c))
             .map_err(|_| unreachable_error("cannot be opened"))?;
-        register_readers(&connection).map_err(|_| unreachable_error("cannot be prepared"))?;
         Ok(Self {
             connection: Mutex::new(connection),
             table: table.to_string(),
         })
     }
-}
-
-/// `dpkit_integer`, `dpkit_real` and `dpkit_text`: a stored value as the
-/// declared type, or NULL. SQLite columns hold any type in any row, and its
-/// CAST turns `'abc'` into 0: these read a value only in its declared form,
-/// as the embedded engine's `TRY_CAST` of a file does.
-fn register_readers(connection: &Connection) -> rusqlite::Result<()> {
-    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    connection.create_scalar_function("dpkit_integer", 1, flags, |c| {
-        Ok(match c.get_raw(0) {
-            ValueRef::Integer(i) => Value::Integer(i),
-            _ => Value::Null,
-        })
-    })?;
-    connection.create_scalar_function("dpkit_real", 1, flags, |c| {
-        Ok(match c.get_raw(0) {
-            ValueRef::Integer(i) => Value::Real(i as f64),
-            ValueRef::Real(x) => Value::Real(x),
-            _ => Value::Null,
-        })
-    })?;
-    connection.create_scalar_function("dpkit_text", 1, flags, |c| {
-        Ok(match c.get_raw(0) {
-            ValueRef::Text(t) => {
-                std::str::from_utf8(t).map_or(Value::Null, |t| Value::Text(t.to_string()))
-            }
-            ValueRef::Integer(i) => Value::Text(i.to_string()),
-            ValueRef::Real(x) => Value::Text(x.to_string()),
-            _ => Value::Null,
-        })
-    })
 }
 
 /// A column's declared type in SQLite's rules of affinity.
@@ -94,6 +61,22 @@ fn affinity(declared: &str) -> DatabaseType {
         DatabaseType::Real
     } else {
         DatabaseType::Other(declared.to_string())
+    }
+}
+
+/// A stored value as the declared type, or NULL. SQLite columns hold any
+/// type in any row, and its CAST turns `'abc'` into 0: a value is read only
+/// in its declared form, as the embedded engine's `TRY_CAST` reads a file.
+fn read_as(column: &str, kind: ColumnKind) -> String {
+    match kind {
+        ColumnKind::Integer => format!("CASE WHEN typeof({column}) = 'integer' THEN {column} END"),
+        ColumnKind::Real => format!(
+            "CASE WHEN typeof({column}) IN ('integer', 'real') THEN CAST({column} AS REAL) END"
+        ),
+        ColumnKind::Text => format!(
+            "CASE WHEN typeof({column}) IN ('text', 'integer', 'real') \
+             THEN CAST({column} AS TEXT) END"
+        ),
     }
 }
 
@@ -129,15 +112,18 @@ impl Backend for SqliteTable {
         let list: Vec<String> = columns
             .iter()
             .map(|(name, kind)| {
-                let reader = match kind {
-                    ColumnKind::Integer => "dpkit_integer",
-                    ColumnKind::Real => "dpkit_real",
-                    ColumnKind::Text => "dpkit_text",
-                };
-                format!("{reader}({}) AS {}", quote(name), quote(name))
+                format!(
+                    "{} AS {}",
+                    read_as(&Flavour::Sqlite.quote(name), *kind),
+                    Flavour::Sqlite.quote(name)
+                )
             })
             .collect();
-        format!("SELECT {} FROM {}", list.join(", "), quote(&self.table))
+        format!(
+            "SELECT {} FROM {}",
+            list.join(", "),
+            Flavour::Sqlite.quote(&self.table)
+        )
     }
 
     fn run(

@@ -1,0 +1,182 @@
+//! The private plan for PostgreSQL and Spark, in forms that cannot fail.
+//!
+//! Both raise errors where DataFusion's total functions give NULL (`bigint`
+//! overflow, division by zero, `float8` overflow; Spark in its default ANSI
+//! mode), and an error on one person's row is an exact bit. So only
+//! expressions with a spelling that cannot fail on any value are sent:
+//! - integer arithmetic is computed in `numeric` (PostgreSQL: exact,
+//!   unbounded) or with `try_add` and its kin (Spark: NULL on overflow) and
+//!   kept only within `bigint`'s range (NULL otherwise), as
+//!   [`crate::total_arithmetic`] does; a zero divisor gives NULL;
+//! - `dpkit_clamp` is a `CASE` that sends NULL to NULL and NaN to the low
+//!   bound (both order NaN above every number);
+//! - the exact sum adds each value's grid steps as `bigint` in `numeric` or
+//!   `DECIMAL(38,0)` (exact), keeps the total within ±2^53 steps and scales
+//!   it by the grid, as [`crate::exact_sum`] does;
+//! - comparisons, AND/OR/NOT, IS NULL, IN, BETWEEN, CASE, LIKE, COALESCE,
+//!   NULLIF, GREATEST, LEAST and lengths are the database's own, which do
+//!   not fail;
+//! - anything else (arithmetic on reals, math and text functions, regular
+//!   expressions, casts from text) is refused at planning, which spends
+//!   nothing, with a line saying so.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::common::tree_node::Transformed;
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+
+use super::sql::{Flavour, call, float_literal};
+use crate::error::{QueryError, Result};
+
+fn unavailable(flavour: Flavour, what: &str) -> QueryError {
+    QueryError::NotPrivate(format!(
+        "{what} is not available on {} yet (the embedded engine and SQLite run it)",
+        flavour.name()
+    ))
+}
+
+/// Functions both databases compute as DataFusion does, without failing.
+const NATIVE: &[&str] = &[
+    "coalesce",
+    "nullif",
+    "greatest",
+    "least",
+    "length",
+    "char_length",
+    "character_length",
+];
+
+/// Step 1 of `backend::sql` for PostgreSQL and Spark: keeps, renames or
+/// refuses `expr`.
+pub(crate) fn expr(
+    expr: Expr,
+    type_of: &dyn Fn(&Expr) -> Result<DataType>,
+    flavour: Flavour,
+) -> Result<Transformed<Expr>> {
+    let unavailable = |what: &str| unavailable(flavour, what);
+    match &expr {
+        Expr::ScalarFunction(function) => {
+            let name = function.name().to_string();
+            let args = &function.args;
+            match name.as_str() {
+                "dpkit_clamp" => check_clamp(args, flavour).map(|()| Transformed::no(expr)),
+                "dpkit_cut_text" => Ok(Transformed::no(expr)),
+                "dpkit_add" | "dpkit_sub" | "dpkit_mul" | "dpkit_div" | "dpkit_mod"
+                | "dpkit_abs" => {
+                    let integers = args
+                        .iter()
+                        .map(type_of)
+                        .collect::<Result<Vec<_>>>()?
+                        .iter()
+                        .all(|t| *t == DataType::Int64);
+                    if !integers {
+                        return Err(unavailable("arithmetic on real numbers"));
+                    }
+                    let renamed = name.replace("dpkit_", "dpkit_int_");
+                    Ok(Transformed::yes(call(
+                        renamed,
+                        DataType::Int64,
+                        args.clone(),
+                    )))
+                }
+                native if NATIVE.contains(&native) => Ok(Transformed::no(expr)),
+                other => Err(unavailable(&format!(
+                    "the function {}",
+                    other.trim_start_matches("dpkit_")
+                ))),
+            }
+        }
+        Expr::Cast(cast) => {
+            cast_allowed(&type_of(&cast.expr)?, cast.field.data_type(), flavour)?;
+            Ok(Transformed::no(expr))
+        }
+        Expr::TryCast(cast) => {
+            cast_allowed(&type_of(&cast.expr)?, cast.field.data_type(), flavour)?;
+            let inner = cast.expr.as_ref().clone();
+            Ok(Transformed::yes(inner.cast_to_type(cast.field.data_type())))
+        }
+        Expr::BinaryExpr(BinaryExpr { op, .. }) if !comparison(*op) => {
+            Err(unavailable(&format!("the operator {op}")))
+        }
+        // PostgreSQL raises an error on a pattern that ends in its escape
+        // character; DataFusion does not. Patterns are literals (see
+        // `total`), so one without a backslash is safe.
+        Expr::Like(like) if like.escape_char.is_some() || !plain_pattern(&like.pattern) => {
+            Err(unavailable("a LIKE pattern with ESCAPE or a backslash"))
+        }
+        Expr::Negative(_) => Err(unavailable("unary minus on a column")),
+        Expr::Literal(ScalarValue::Float64(Some(x)), _) if !x.is_finite() => {
+            Err(unavailable("a NaN or infinite literal"))
+        }
+        _ => Ok(Transformed::no(expr)),
+    }
+}
+
+/// A literal text pattern without a backslash.
+fn plain_pattern(pattern: &Expr) -> bool {
+    match pattern {
+        Expr::Literal(ScalarValue::Utf8(Some(text)), _) => !text.contains('\\'),
+        Expr::Cast(cast) => plain_pattern(&cast.expr),
+        Expr::TryCast(cast) => plain_pattern(&cast.expr),
+        _ => false,
+    }
+}
+
+trait CastTo {
+    fn cast_to_type(self, to: &DataType) -> Expr;
+}
+
+impl CastTo for Expr {
+    fn cast_to_type(self, to: &DataType) -> Expr {
+        Expr::Cast(datafusion::logical_expr::Cast::new(
+            Box::new(self),
+            to.clone(),
+        ))
+    }
+}
+
+fn comparison(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::And
+            | Operator::Or
+            | Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom
+    )
+}
+
+/// Casts that cannot fail in either database and print as in DataFusion.
+fn cast_allowed(from: &DataType, to: &DataType, flavour: Flavour) -> Result<()> {
+    use DataType::*;
+    match (from, to) {
+        (Int64, Float64) | (Int64 | Utf8 | Boolean | Null, Utf8) | (Null, _) => Ok(()),
+        _ => Err(unavailable(
+            flavour,
+            &format!("a conversion from {from} to {to}"),
+        )),
+    }
+}
+
+/// A clamp whose centred value cannot overflow a double (PostgreSQL raises
+/// an error where DataFusion gives infinity).
+fn check_clamp(args: &[Expr], flavour: Flavour) -> Result<()> {
+    let literals: Vec<Option<f64>> = args[1..].iter().map(float_literal).collect();
+    let finite = match literals.as_slice() {
+        [Some(low), Some(high)] => low.is_finite() && high.is_finite(),
+        [Some(low), Some(high), Some(centre)] => {
+            (low - centre).is_finite() && (high - centre).is_finite()
+        }
+        _ => false,
+    };
+    if finite {
+        Ok(())
+    } else {
+        Err(unavailable(flavour, "a clamp to bounds this wide"))
+    }
+}

@@ -1,0 +1,305 @@
+//! A table of an Apache Spark cluster, through its Spark Connect server:
+//! the private plan goes as one SQL statement (`ExecutePlan` with a SQL
+//! relation, over gRPC), and the per-group aggregates come back as Arrow.
+
+use std::io::Cursor;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
+use datafusion::arrow::ipc::reader::StreamReader;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::transport::{Channel, Endpoint};
+
+use super::rows::{Cell, Rows, shape_error};
+use super::spark_proto as proto;
+use super::sql::{Flavour, RemotePlan};
+use super::{Backend, DatabaseType};
+use crate::description::ColumnKind;
+use crate::error::{QueryError, Result};
+
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const EXECUTE_PLAN: &str = "/spark.connect.SparkConnectService/ExecutePlan";
+
+/// A Spark table.
+pub(crate) struct SparkTable {
+    runtime: tokio::runtime::Runtime,
+    channel: Channel,
+    /// One Spark session per engine (a UUID, as Spark requires).
+    session: String,
+    table: String,
+    /// Spark sessions are not for concurrent plans: one at a time.
+    running: Mutex<()>,
+}
+
+/// A failure that does not depend on the rows: the server cannot be
+/// reached, or went away. Refunded.
+fn unreachable_error(reason: &str) -> QueryError {
+    QueryError::Data(format!("Spark {reason} (an I/O failure)"))
+}
+
+/// A random UUID (version 4) from the operating system's generator.
+fn session_id() -> Result<String> {
+    use rand_core::Rng;
+    let mut bytes = [0u8; 16];
+    dpkit_core::rng::SecureRng::from_os()
+        .map_err(|e| QueryError::Data(format!("cannot start a Spark session: {e}")))?
+        .fill_bytes(&mut bytes);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
+}
+
+/// `sc://host:port` as the HTTP/2 address gRPC uses.
+fn endpoint(address: &str) -> Result<Endpoint> {
+    let invalid = || {
+        QueryError::Description("the spark address must be sc://host:port (Spark Connect)".into())
+    };
+    let rest = address.strip_prefix("sc://").ok_or_else(invalid)?;
+    let host_port = rest.split(['/', ';']).next().unwrap_or_default();
+    let (host, port) = host_port.rsplit_once(':').ok_or_else(invalid)?;
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(invalid());
+    }
+    Endpoint::from_shared(format!("http://{host}:{port}"))
+        .map(|e| e.connect_timeout(CONNECT_TIMEOUT))
+        .map_err(|_| invalid())
+}
+
+impl SparkTable {
+    /// Connects to the Spark Connect server at `address` for `table`.
+    pub(crate) fn open(address: &str, table: &str) -> Result<Self> {
+        let endpoint = endpoint(address)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| QueryError::Data(format!("cannot start the Spark client: {e}")))?;
+        let channel = runtime
+            .block_on(endpoint.connect())
+            .map_err(|_| unreachable_error("cannot be reached"))?;
+        Ok(Self {
+            runtime,
+            channel,
+            session: session_id()?,
+            table: table.to_string(),
+            running: Mutex::new(()),
+        })
+    }
+
+    /// Runs `sql` and collects its Arrow batches.
+    fn execute(
+        &self,
+        sql: &str,
+        timeout: Option<Duration>,
+    ) -> std::result::Result<Vec<RecordBatch>, tonic::Status> {
+        let _one_at_a_time = self.running.lock();
+        let request = proto::ExecutePlanRequest::sql(&self.session, sql);
+        let work = async {
+            let mut client = tonic::client::Grpc::new(self.channel.clone());
+            client
+                .ready()
+                .await
+                .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+            let mut stream =
+                client
+                    .server_streaming(
+                        tonic::Request::new(request),
+                        PathAndQuery::from_static(EXECUTE_PLAN),
+                        tonic_prost::ProstCodec::<
+                            proto::ExecutePlanRequest,
+                            proto::ExecutePlanResponse,
+                        >::default(),
+                    )
+                    .await?
+                    .into_inner();
+            let mut batches = Vec::new();
+            while let Some(response) = stream.message().await? {
+                if let Some(arrow) = response.arrow_batch {
+                    batches.extend(decode(&arrow.data)?);
+                }
+            }
+            Ok(batches)
+        };
+        self.runtime.block_on(async {
+            match timeout {
+                None => work.await,
+                Some(limit) => tokio::time::timeout(limit, work)
+                    .await
+                    .unwrap_or_else(|_| Err(tonic::Status::deadline_exceeded("time limit"))),
+            }
+        })
+    }
+}
+
+/// One Arrow IPC stream's batches.
+fn decode(data: &[u8]) -> std::result::Result<Vec<RecordBatch>, tonic::Status> {
+    let malformed = |_| tonic::Status::data_loss("malformed Arrow batch");
+    StreamReader::try_new(Cursor::new(data), None)
+        .map_err(malformed)?
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(malformed)
+}
+
+/// A Spark type name as dpkit reads it.
+fn database_type(name: &str) -> DatabaseType {
+    match name {
+        "tinyint" | "smallint" | "int" | "bigint" => DatabaseType::Integer,
+        "float" | "double" => DatabaseType::Real,
+        "string" => DatabaseType::Text,
+        other if other.starts_with("varchar") || other.starts_with("char") => DatabaseType::Text,
+        other => DatabaseType::Other(other.to_string()),
+    }
+}
+
+/// `database.table` as a quoted name.
+fn qualified(table: &str) -> String {
+    table
+        .split('.')
+        .map(|part| Flavour::Spark.quote(part))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// A failure: refunded only when the server cannot be reached or went away.
+fn run_error(status: &tonic::Status) -> QueryError {
+    match status.code() {
+        tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::DataLoss => {
+            unreachable_error("went away while running the query")
+        }
+        tonic::Code::DeadlineExceeded => {
+            QueryError::FailedWhileRunning("it ran longer than the time limit".into())
+        }
+        _ => QueryError::FailedWhileRunning(
+            "details withheld: they could quote private values".into(),
+        ),
+    }
+}
+
+impl Backend for SparkTable {
+    fn flavour(&self) -> Flavour {
+        Flavour::Spark
+    }
+
+    fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {
+        let sql = format!("DESCRIBE TABLE {}", qualified(&self.table));
+        let batches = self
+            .execute(&sql, None)
+            .map_err(|status| match status.code() {
+                tonic::Code::Unavailable => unreachable_error("cannot be reached"),
+                _ => QueryError::Description(format!(
+                    "Spark has no table '{}' (or cannot describe it)",
+                    self.table
+                )),
+            })?;
+        let mut columns = Vec::new();
+        for batch in &batches {
+            let names = text_column(batch, 0)?;
+            let types = text_column(batch, 1)?;
+            for (name, kind) in names.into_iter().zip(types) {
+                // Partition and detail sections follow an empty or `#` row.
+                if name.is_empty() || name.starts_with('#') {
+                    return Ok(columns);
+                }
+                columns.push((name, database_type(&kind)));
+            }
+        }
+        Ok(columns)
+    }
+
+    fn source(&self, columns: &[(String, ColumnKind)]) -> String {
+        let list: Vec<String> = columns
+            .iter()
+            .map(|(name, kind)| {
+                let to = match kind {
+                    ColumnKind::Integer => "BIGINT",
+                    ColumnKind::Real => "DOUBLE",
+                    ColumnKind::Text => "STRING",
+                };
+                let quoted = Flavour::Spark.quote(name);
+                format!("CAST({quoted} AS {to}) AS {quoted}")
+            })
+            .collect();
+        format!("SELECT {} FROM {}", list.join(", "), qualified(&self.table))
+    }
+
+    fn run(
+        &self,
+        plan: &RemotePlan,
+        schema: SchemaRef,
+        timeout: Option<Duration>,
+    ) -> Result<RecordBatch> {
+        let batches = self
+            .execute(&plan.sql, timeout)
+            .map_err(|status| run_error(&status))?;
+        let mut rows = Rows::new(schema)?;
+        for batch in &batches {
+            let names = batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect::<Vec<_>>();
+            let order = rows.order(names.iter().map(String::as_str))?;
+            for (i, &target) in order.iter().enumerate() {
+                let array = batch.column(i);
+                for row in 0..batch.num_rows() {
+                    rows.push(target, cell(array, row)?)?;
+                }
+            }
+        }
+        rows.finish()
+    }
+}
+
+/// Column `index` of a batch as text.
+fn text_column(batch: &RecordBatch, index: usize) -> Result<Vec<String>> {
+    let array = cast(batch.column(index), &DataType::Utf8).map_err(|_| shape_error())?;
+    let text = array.as_string::<i32>();
+    Ok((0..text.len())
+        .map(|i| {
+            if text.is_null(i) {
+                String::new()
+            } else {
+                text.value(i).trim().to_string()
+            }
+        })
+        .collect())
+}
+
+/// One value of a result column.
+fn cell(array: &ArrayRef, row: usize) -> Result<Cell<'_>> {
+    if array.is_null(row) {
+        return Ok(Cell::Null);
+    }
+    Ok(match array.data_type() {
+        t if t.is_integer() => Cell::Integer(
+            cast(&array.slice(row, 1), &DataType::Int64)
+                .map_err(|_| shape_error())?
+                .as_primitive::<Int64Type>()
+                .value(0),
+        ),
+        t if t.is_floating() || matches!(t, DataType::Decimal128(..)) => Cell::Real(
+            cast(&array.slice(row, 1), &DataType::Float64)
+                .map_err(|_| shape_error())?
+                .as_primitive::<Float64Type>()
+                .value(0),
+        ),
+        DataType::Boolean => Cell::Integer(i64::from(array.as_boolean().value(row))),
+        DataType::Utf8 => Cell::Text(array.as_string::<i32>().value(row)),
+        DataType::LargeUtf8 => Cell::Text(array.as_string::<i64>().value(row)),
+        DataType::Utf8View => Cell::Text(array.as_string_view().value(row)),
+        _ => return Err(shape_error()),
+    })
+}

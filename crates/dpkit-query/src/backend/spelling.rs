@@ -1,0 +1,193 @@
+//! Step 3 of [`super::sql`]: dpkit's functions spelled in a database's SQL,
+//! on the unparsed statement's syntax tree (post-order, so arguments are
+//! already spelled). Each spelling computes what the embedded engine's
+//! function computes and cannot raise an error on any value; why, for each
+//! one, is written beside it and in [`super::safe_sql`].
+
+use datafusion::sql::sqlparser::ast;
+use datafusion::sql::sqlparser::dialect::{
+    Dialect, PostgreSqlDialect, SQLiteDialect, SparkSqlDialect,
+};
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use super::sql::Flavour;
+use crate::error::{QueryError, Result};
+
+/// Steps per row saturate here (the largest `float8` below 2^63, a valid
+/// `bigint`), as the embedded engine saturates at the ends of `i64`.
+const MAX_ROW_STEPS: &str = "9223372036854774784";
+/// The total is kept within ±2^53 steps, as in [`crate::exact_sum`].
+const MAX_STEPS: &str = "9007199254740992";
+/// `bigint`'s range.
+const BIGINT: (&str, &str) = ("-9223372036854775808", "9223372036854775807");
+
+/// Step 3: dpkit's functions spelled in the database's SQL, on the tree.
+pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<()> {
+    let mut failure = None;
+    let _ = ast::visit_expressions_mut(statement, |expr| {
+        if let ast::Expr::Function(function) = expr
+            && let Some(text) = spelling(function, flavour)
+        {
+            match parse(&text, flavour) {
+                Ok(spelled) => *expr = spelled,
+                Err(error) => {
+                    failure = Some(error);
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    failure.map_or(Ok(()), Err)
+}
+
+fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
+    let dialect: &dyn Dialect = match flavour {
+        Flavour::Sqlite => &SQLiteDialect {},
+        Flavour::Postgres => &PostgreSqlDialect {},
+        Flavour::Spark => &SparkSqlDialect {},
+    };
+    let failed =
+        |e: String| QueryError::Sql(format!("cannot write the plan for {}: {e}", flavour.name()));
+    let mut parser = Parser::new(dialect)
+        .with_recursion_limit(100_000)
+        .try_with_sql(text)
+        .map_err(|e| failed(e.to_string()))?;
+    let expr = parser.parse_expr().map_err(|e| failed(e.to_string()))?;
+    // The whole spelling must be one expression: a parser that stopped
+    // early would send a different expression than the one written here.
+    match parser.peek_token().token {
+        Token::EOF => Ok(expr),
+        _ => Err(failed("a spelling did not parse whole".into())),
+    }
+}
+
+/// The text of a call of one of dpkit's functions, if it is one. SQLite
+/// sees only the clamp and the cut here (everything else of dpkit's runs
+/// in dpkit's code there, see `bridge`).
+fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
+    let name = function.name.0.last()?.as_ident()?.value.clone();
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let args: Vec<String> = list.args.iter().map(|a| format!("({a})")).collect();
+    let a = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let double = flavour.double();
+    match (name.as_str(), flavour) {
+        // Quantile cells come back as `1,2,3` text, as from SQLite.
+        ("array_agg", Flavour::Postgres) => Some(format!("array_to_string({function}, ',')")),
+        ("array_agg", Flavour::Spark) => Some(format!(
+            "concat_ws(',', collect_list(CAST({} AS STRING)))",
+            a(0)
+        )),
+        ("dpkit_cut_text", _) => Some(format!(
+            "SUBSTR({}, 1, {})",
+            a(0),
+            crate::source::MAX_TEXT_CHARS
+        )),
+        ("dpkit_clamp", Flavour::Sqlite) => Some(sqlite_clamp(&a(0), &a(1), &a(2), args.get(3))),
+        ("dpkit_clamp", _) => Some(clamp(&a(0), &a(1), &a(2), args.get(3), double)),
+        (_, Flavour::Sqlite) => None,
+        (name, Flavour::Postgres) => {
+            postgres_integer(name, &a(0), &a(1)).or_else(|| exact_sum(name, &a(0), flavour))
+        }
+        (name, Flavour::Spark) => {
+            spark_integer(name, &a(0), &a(1)).or_else(|| exact_sum(name, &a(0), flavour))
+        }
+    }
+}
+
+/// dpkit's total integer arithmetic in PostgreSQL: computed in `numeric`
+/// (exact), NULL outside `bigint`, NULL for a zero divisor.
+fn postgres_integer(name: &str, x: &str, y: &str) -> Option<String> {
+    let in_bigint = |r: String| {
+        format!(
+            "CASE WHEN {r} BETWEEN {} AND {} THEN CAST({r} AS BIGINT) END",
+            BIGINT.0, BIGINT.1
+        )
+    };
+    let min = BIGINT.0;
+    Some(match name {
+        "dpkit_int_add" => in_bigint(format!("(CAST({x} AS NUMERIC) + {y})")),
+        "dpkit_int_sub" => in_bigint(format!("(CAST({x} AS NUMERIC) - {y})")),
+        "dpkit_int_mul" => in_bigint(format!("(CAST({x} AS NUMERIC) * {y})")),
+        "dpkit_int_div" => format!(
+            "CASE WHEN {y} = 0 THEN NULL ELSE {} END",
+            in_bigint(format!("DIV(CAST({x} AS NUMERIC), CAST({y} AS NUMERIC))"))
+        ),
+        "dpkit_int_mod" => format!(
+            "CASE WHEN {y} = 0 OR ({x} = {min} AND {y} = -1) THEN NULL ELSE MOD({x}, {y}) END"
+        ),
+        "dpkit_int_abs" => format!("CASE WHEN {x} = {min} THEN NULL ELSE ABS({x}) END"),
+        _ => return None,
+    })
+}
+
+/// dpkit's total integer arithmetic in Spark: `try_add` and its kin give
+/// NULL on overflow (in ANSI mode too); division and remainder are guarded
+/// against a zero divisor and the one quotient beyond `bigint`.
+fn spark_integer(name: &str, x: &str, y: &str) -> Option<String> {
+    let min = BIGINT.0;
+    let guard = format!("{y} = 0 OR ({x} = {min} AND {y} = -1)");
+    Some(match name {
+        "dpkit_int_add" => format!("try_add({x}, {y})"),
+        "dpkit_int_sub" => format!("try_subtract({x}, {y})"),
+        "dpkit_int_mul" => format!("try_multiply({x}, {y})"),
+        "dpkit_int_div" => format!("CASE WHEN {guard} THEN NULL ELSE {x} DIV {y} END"),
+        "dpkit_int_mod" => format!("CASE WHEN {guard} THEN NULL ELSE {x} % {y} END"),
+        "dpkit_int_abs" => format!("CASE WHEN {x} = {min} THEN NULL ELSE ABS({x}) END"),
+        _ => return None,
+    })
+}
+
+/// `dpkit_clamp`: NULL stays NULL, NaN goes to `low` (both databases order
+/// NaN above infinity), then `- centre`.
+fn clamp(v: &str, low: &str, high: &str, centre: Option<&String>, double: &str) -> String {
+    let clamped = format!(
+        "CASE WHEN {v} IS NULL THEN NULL WHEN {v} < {low} THEN CAST({low} AS {double}) \
+         WHEN {v} <= {high} THEN {v} WHEN {v} <= CAST('Infinity' AS {double}) \
+         THEN CAST({high} AS {double}) ELSE CAST({low} AS {double}) END"
+    );
+    match centre {
+        Some(centre) => format!("(({clamped}) - CAST({centre} AS {double}))"),
+        None => clamped,
+    }
+}
+
+/// `dpkit_clamp` in SQLite, which has no NaN (it stores NaN as NULL) and
+/// whose comparisons and subtraction never fail.
+fn sqlite_clamp(v: &str, low: &str, high: &str, centre: Option<&String>) -> String {
+    let clamped = format!(
+        "CASE WHEN {v} IS NULL THEN NULL WHEN {v} < {low} THEN {low} \
+         WHEN {v} > {high} THEN {high} ELSE {v} END"
+    );
+    match centre {
+        Some(centre) => format!("(({clamped}) - {centre})"),
+        None => clamped,
+    }
+}
+
+/// `dpkit_exact_sum_m<k>(v)`: grid steps summed exactly, as the engine
+/// does. Each value's steps are kept within `bigint` before `FLOOR` (whose
+/// result is a `bigint` in Spark) and summed in an exact type (`numeric`,
+/// `DECIMAL(38,0)`); the total is kept within ±2^53 steps, then scaled.
+fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
+    let exponent = super::placeholder::exact_sum_exponent(name)?;
+    let double = flavour.double();
+    // Powers of two print as the shortest decimal that reads back exactly.
+    let inverse = 2f64.powi(-exponent);
+    let grid = 2f64.powi(exponent);
+    let steps = format!(
+        "CAST(FLOOR(LEAST(GREATEST({v} * CAST('{inverse:e}' AS {double}) + 0.5, \
+         -{MAX_ROW_STEPS}), {MAX_ROW_STEPS})) AS BIGINT)"
+    );
+    let exact = match flavour {
+        Flavour::Spark => "DECIMAL(38,0)",
+        _ => "BIGINT",
+    };
+    Some(format!(
+        "(CAST(LEAST(GREATEST(SUM(CAST({steps} AS {exact})), -{MAX_STEPS}), {MAX_STEPS}) \
+         AS {double}) * CAST('{grid:e}' AS {double}))"
+    ))
+}

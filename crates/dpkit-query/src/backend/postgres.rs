@@ -125,22 +125,13 @@ fn database_type(name: &str) -> DatabaseType {
     }
 }
 
-/// `schema.table` as a quoted name.
-fn qualified(table: &str) -> String {
-    table
-        .split('.')
-        .map(|part| Flavour::Postgres.quote(part))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
 impl Backend for PostgresTable {
     fn flavour(&self) -> Flavour {
         Flavour::Postgres
     }
 
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {
-        let name = qualified(&self.table);
+        let name = Flavour::Postgres.qualified(&self.table);
         let rows = self
             .with_client(async |client| {
                 client
@@ -170,22 +161,7 @@ impl Backend for PostgresTable {
     }
 
     fn source(&self, columns: &[(String, ColumnKind)]) -> String {
-        let list: Vec<String> = columns
-            .iter()
-            .map(|(name, kind)| {
-                let to = match kind {
-                    ColumnKind::Integer => "BIGINT",
-                    ColumnKind::Real => "DOUBLE PRECISION",
-                    ColumnKind::Text => "TEXT",
-                };
-                format!(
-                    "CAST({} AS {to}) AS {}",
-                    Flavour::Postgres.quote(name),
-                    Flavour::Postgres.quote(name)
-                )
-            })
-            .collect();
-        format!("SELECT {} FROM {}", list.join(", "), qualified(&self.table))
+        Flavour::Postgres.cast_source(&self.table, columns)
     }
 
     fn run(

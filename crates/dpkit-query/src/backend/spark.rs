@@ -163,15 +163,6 @@ fn database_type(name: &str) -> DatabaseType {
     }
 }
 
-/// `database.table` as a quoted name.
-fn qualified(table: &str) -> String {
-    table
-        .split('.')
-        .map(|part| Flavour::Spark.quote(part))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
 /// A failure: refunded only when the server cannot be reached or went away.
 fn run_error(status: &tonic::Status) -> QueryError {
     match status.code() {
@@ -193,7 +184,7 @@ impl Backend for SparkTable {
     }
 
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {
-        let sql = format!("DESCRIBE TABLE {}", qualified(&self.table));
+        let sql = format!("DESCRIBE TABLE {}", Flavour::Spark.qualified(&self.table));
         let batches = self
             .execute(&sql, None)
             .map_err(|status| match status.code() {
@@ -219,19 +210,7 @@ impl Backend for SparkTable {
     }
 
     fn source(&self, columns: &[(String, ColumnKind)]) -> String {
-        let list: Vec<String> = columns
-            .iter()
-            .map(|(name, kind)| {
-                let to = match kind {
-                    ColumnKind::Integer => "BIGINT",
-                    ColumnKind::Real => "DOUBLE",
-                    ColumnKind::Text => "STRING",
-                };
-                let quoted = Flavour::Spark.quote(name);
-                format!("CAST({quoted} AS {to}) AS {quoted}")
-            })
-            .collect();
-        format!("SELECT {} FROM {}", list.join(", "), qualified(&self.table))
+        Flavour::Spark.cast_source(&self.table, columns)
     }
 
     fn run(

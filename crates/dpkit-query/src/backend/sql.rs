@@ -28,6 +28,7 @@ use datafusion::sql::unparser::Unparser;
 
 use super::bridge::Sqlite;
 use super::placeholder::{Placeholder, PlaceholderAggregate};
+use crate::description::ColumnKind;
 use crate::error::{QueryError, Result};
 
 /// Which SQL a database speaks.
@@ -65,6 +66,31 @@ impl Flavour {
             Self::Spark => format!("`{}`", name.replace('`', "``")),
             _ => format!("\"{}\"", name.replace('"', "\"\"")),
         }
+    }
+
+    /// `schema.table` (Spark: `database.table`), quoted part by part.
+    pub(crate) fn qualified(self, table: &str) -> String {
+        let parts: Vec<String> = table.split('.').map(|part| self.quote(part)).collect();
+        parts.join(".")
+    }
+
+    /// The typed view of `table` for PostgreSQL and Spark: every column
+    /// cast to the type of its kind, so the plan reads what it declared.
+    pub(crate) fn cast_source(self, table: &str, columns: &[(String, ColumnKind)]) -> String {
+        let list: Vec<String> = columns
+            .iter()
+            .map(|(name, kind)| {
+                let to = match (kind, self) {
+                    (ColumnKind::Integer, _) => "BIGINT",
+                    (ColumnKind::Real, _) => self.double(),
+                    (ColumnKind::Text, Self::Spark) => "STRING",
+                    (ColumnKind::Text, _) => "TEXT",
+                };
+                let quoted = self.quote(name);
+                format!("CAST({quoted} AS {to}) AS {quoted}")
+            })
+            .collect();
+        format!("SELECT {} FROM {}", list.join(", "), self.qualified(table))
     }
 }
 
@@ -231,15 +257,7 @@ impl Translation {
                     exponent,
                 });
             }
-            let call = AggregateFunction::new_udf(
-                Arc::new(placeholder.into()),
-                aggregate.params.args,
-                false,
-                None,
-                vec![],
-                None,
-            );
-            return Ok(Transformed::yes(Expr::AggregateFunction(call)));
+            return Ok(Transformed::yes(placeholder_call(placeholder, aggregate)));
         }
         match name.as_str() {
             "count" => Ok(Transformed::no(Expr::AggregateFunction(aggregate))),
@@ -251,15 +269,7 @@ impl Translation {
                 self.functions.push(Sqlite::Cells {
                     name: placeholder.name().to_string(),
                 });
-                let call = AggregateFunction::new_udf(
-                    Arc::new(placeholder.into()),
-                    aggregate.params.args,
-                    false,
-                    None,
-                    vec![],
-                    None,
-                );
-                Ok(Transformed::yes(Expr::AggregateFunction(call)))
+                Ok(Transformed::yes(placeholder_call(placeholder, aggregate)))
             }
             other => Err(unavailable(self.flavour, &format!("the aggregate {other}"))),
         }
@@ -272,6 +282,18 @@ fn input_schema(node: &LogicalPlan) -> DFSchema {
         [input] => input.schema().as_ref().clone(),
         _ => node.schema().as_ref().clone(),
     }
+}
+
+/// The aggregate `aggregate` with its arguments, computed by `placeholder`.
+fn placeholder_call(placeholder: PlaceholderAggregate, aggregate: AggregateFunction) -> Expr {
+    Expr::AggregateFunction(AggregateFunction::new_udf(
+        Arc::new(placeholder.into()),
+        aggregate.params.args,
+        false,
+        None,
+        vec![],
+        None,
+    ))
 }
 
 /// A placeholder call `name(arguments)` of type `returns`.

@@ -61,7 +61,8 @@ fn run(mut command: Command, what: &str) {
     );
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -127,8 +128,8 @@ impl Postgres {
         )
     }
 
-    /// Runs SQL through psql (a client, which may run as root).
-    pub fn psql(&self, sql: &str) {
+    /// psql connected to the server, stopping at the first error, before `-c`'s text.
+    fn psql_command(&self) -> Command {
         let mut command = Command::new(self.bin.join("psql"));
         command
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
@@ -141,31 +142,25 @@ impl Postgres {
                 "ON_ERROR_STOP=1",
                 "-q",
                 "-c",
-            ])
-            .arg(sql);
+            ]);
+        command
+    }
+
+    /// Runs SQL through psql (a client, which may run as root).
+    pub fn psql(&self, sql: &str) {
+        let mut command = self.psql_command();
+        command.arg(sql);
         run(command, "psql");
     }
 
     /// Loads `csv` (with a header row) into `table`, created by `create`.
     pub fn load_csv(&self, create: &str, table: &str, csv: &Path) {
         self.psql(create);
-        let mut command = Command::new(self.bin.join("psql"));
-        command
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args([
-                "-U",
-                "dpkit",
-                "-d",
-                "postgres",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-q",
-                "-c",
-            ])
-            .arg(format!(
-                "\\copy {table} FROM '{}' WITH (FORMAT csv, HEADER true)",
-                csv.display()
-            ));
+        let mut command = self.psql_command();
+        command.arg(format!(
+            "\\copy {table} FROM '{}' WITH (FORMAT csv, HEADER true)",
+            csv.display()
+        ));
         run(command, "psql \\copy");
     }
 

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::postgres::free_port;
+
 pub struct Spark {
     pub folder: PathBuf,
     /// The Spark Connect port on 127.0.0.1.
@@ -46,14 +48,6 @@ fn java_home() -> PathBuf {
         .filter(|p| p.to_string_lossy().contains("java-17") && p.join("bin/java").is_file())
         .min()
         .expect("no Java 17 under /usr/lib/jvm")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn listening(port: u16) -> bool {

@@ -60,10 +60,12 @@ pub(crate) struct PlaceholderAggregate {
 
 impl PlaceholderAggregate {
     /// The exact sum on the grid `2^exponent`, named by its grid
-    /// (`dpkit_exact_sum_m30` for 2^-30), as a Float64.
-    pub(crate) fn exact_sum(exponent: i32) -> Self {
+    /// (`dpkit_exact_sum_m30` for 2^-30), as a Float64. `bounded`: every
+    /// value's grid steps are known to fit in `bigint`, so a database need
+    /// not saturate them row by row (`dpkit_bounded_sum_m30`).
+    pub(crate) fn exact_sum(exponent: i32, bounded: bool) -> Self {
         Self {
-            name: exact_sum_name(exponent),
+            name: exact_sum_name(exponent, bounded),
             returns: DataType::Float64,
             signature: Signature::any(1, Volatility::Immutable),
         }
@@ -83,14 +85,19 @@ impl PlaceholderAggregate {
 }
 
 /// The name of the exact sum on the grid `2^exponent` (exponents are ≤ 0).
-pub(crate) fn exact_sum_name(exponent: i32) -> String {
-    format!("dpkit_exact_sum_m{}", exponent.unsigned_abs())
+pub(crate) fn exact_sum_name(exponent: i32, bounded: bool) -> String {
+    let kind = if bounded { "bounded" } else { "exact" };
+    format!("dpkit_{kind}_sum_m{}", exponent.unsigned_abs())
 }
 
-/// The grid exponent a name from [`exact_sum_name`] stands for.
-pub(crate) fn exact_sum_exponent(name: &str) -> Option<i32> {
-    let digits = name.strip_prefix("dpkit_exact_sum_m")?;
-    digits.parse::<i32>().ok().map(|k| -k)
+/// The grid exponent a name from [`exact_sum_name`] stands for, and
+/// whether its values' steps are bounded.
+pub(crate) fn exact_sum_exponent(name: &str) -> Option<(i32, bool)> {
+    let (digits, bounded) = match name.strip_prefix("dpkit_bounded_sum_m") {
+        Some(digits) => (digits, true),
+        None => (name.strip_prefix("dpkit_exact_sum_m")?, false),
+    };
+    digits.parse::<i32>().ok().map(|k| (-k, bounded))
 }
 
 impl AggregateUDFImpl for PlaceholderAggregate {
@@ -122,7 +129,12 @@ mod tests {
     #[test]
     fn exact_sum_names_carry_their_grid() {
         for k in [0, -1, -30, -1000] {
-            assert_eq!(exact_sum_exponent(&exact_sum_name(k)), Some(k));
+            for bounded in [false, true] {
+                assert_eq!(
+                    exact_sum_exponent(&exact_sum_name(k, bounded)),
+                    Some((k, bounded))
+                );
+            }
         }
         assert_eq!(exact_sum_exponent("sum"), None);
     }

@@ -250,7 +250,9 @@ impl Translation {
     fn aggregate(&mut self, aggregate: AggregateFunction) -> Result<Transformed<Expr>> {
         let name = aggregate.func.name().to_string();
         if let Some(exponent) = crate::exact_sum::grid_exponent(&aggregate.func) {
-            let placeholder = PlaceholderAggregate::exact_sum(exponent);
+            let bounded =
+                matches!(aggregate.params.args.as_slice(), [value] if steps_fit(value, exponent));
+            let placeholder = PlaceholderAggregate::exact_sum(exponent, bounded);
             if self.flavour == Flavour::Sqlite {
                 self.functions.push(Sqlite::ExactSum {
                     name: placeholder.name().to_string(),
@@ -274,6 +276,25 @@ impl Translation {
             other => Err(unavailable(self.flavour, &format!("the aggregate {other}"))),
         }
     }
+}
+
+/// Whether every value of `value` is a clamp to finite literal bounds
+/// whose grid steps (on the grid `2^exponent`) lie well within `bigint`,
+/// so that a database need not saturate them row by row.
+fn steps_fit(value: &Expr, exponent: i32) -> bool {
+    let Expr::ScalarFunction(clamp) = value else {
+        return false;
+    };
+    if clamp.name() != "dpkit_clamp" {
+        return false;
+    }
+    let literals: Option<Vec<f64>> = clamp.args[1..].iter().map(float_literal).collect();
+    let reach = match literals.as_deref() {
+        Some([low, high]) => low.abs().max(high.abs()),
+        Some([low, high, centre]) => (low - centre).abs().max((high - centre).abs()),
+        _ => return false,
+    };
+    (reach * 2f64.powi(-exponent)) < 2f64.powi(62)
 }
 
 /// The schema a node's expressions are written over.

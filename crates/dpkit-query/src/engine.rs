@@ -235,12 +235,10 @@ impl QueryEngine {
         let mut query = plan_private(sql, &logical, &self.description, &self.view, &mut domain_of)?;
         if let Some((backend, source)) = &self.database {
             let raw = crate::source::raw_table_name(&self.description.table);
-            query.remote = Some(crate::backend::sql::remote_plan(
-                &query.plan,
-                backend.flavour(),
-                &raw,
-                source,
-            )?);
+            let remote =
+                crate::backend::sql::remote_plan(&query.plan, backend.flavour(), &raw, source)?;
+            backend.check(&remote)?;
+            query.remote = Some(remote);
         }
         Ok(query)
     }

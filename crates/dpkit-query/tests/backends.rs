@@ -1,22 +1,29 @@
 //! The same private plans on SQLite, on a real PostgreSQL server and on a
 //! real Spark cluster (both started by the tests): the same exact
-//! aggregates as the embedded engine, no
-//! failure that depends on one person's row, and one clear line, with
-//! nothing spent, for bad connections, lost servers and tables that differ
-//! from their descriptions.
+//! aggregates as the embedded engine (on Adult and on extreme values), no
+//! failure that depends on one person's row, the end-to-end auditor's
+//! bounds, and one clear line, with nothing spent, for bad connections,
+//! servers that go away mid-query and tables that differ from their
+//! descriptions.
 
+#[path = "support/audits.rs"]
+mod audits;
 #[path = "support/databases.rs"]
 mod databases;
+#[path = "support/places.rs"]
+mod places;
 #[path = "support/postgres.rs"]
 mod postgres;
 #[path = "support/spark.rs"]
 mod spark;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use databases::{ADULT_TYPES, adult_text, create_table, in_database, sqlite_file};
+use databases::{ADULT_TYPES, adult_text, in_database, sqlite_file};
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, QueryError, ReleaseSettings};
+use places::Place;
 use postgres::Postgres;
 
 fn folder(name: &str) -> PathBuf {
@@ -30,31 +37,9 @@ fn adult_csv() -> String {
     std::fs::read_to_string(data.join("adult.data.csv")).unwrap()
 }
 
-fn adult_on_sqlite(name: &str) -> QueryEngine {
-    let dir = folder(name);
-    sqlite_file(
-        &dir.join("adult.sqlite"),
-        "adult",
-        &adult_csv(),
-        ADULT_TYPES,
-    );
-    let (text, _) = adult_text();
-    QueryEngine::open(in_database(&text, "sqlite = \"adult.sqlite\"", &dir)).unwrap()
-}
-
-fn adult_on_postgres(server: &Postgres) -> QueryEngine {
-    let (text, data) = adult_text();
-    let csv = adult_csv();
-    let create = create_table("adult", &csv, ADULT_TYPES, true);
-    let rows = server.folder.join("adult.csv");
-    std::fs::write(&rows, csv.trim_end()).unwrap();
-    server.load_csv(&create, "adult", &rows);
-    let source = format!("postgres = \"{}\"", server.connection());
-    QueryEngine::open(in_database(&text, &source, &data)).unwrap()
-}
-
 /// Queries every backend runs, covering the rewrite: counts, sums, means,
-/// filters, CASE, IN, LIKE, integer arithmetic, binned and public-domain keys.
+/// spreads, quantiles, filters, CASE, IN, LIKE, integer arithmetic, binned
+/// and public-domain keys.
 const SHARED: &[&str] = &[
     "SELECT sex, COUNT(*) AS n, SUM(age) AS s FROM adult GROUP BY sex",
     "SELECT race, AVG(\"hours-per-week\") AS h, COUNT(*) AS n FROM adult \
@@ -65,12 +50,22 @@ const SHARED: &[&str] = &[
      FROM adult GROUP BY sex, race",
     "SELECT COUNT(*) AS n FROM adult WHERE age / 10 = 3 OR age % 7 = 0",
     "SELECT \"education-num\", COUNT(*) AS n FROM adult GROUP BY \"education-num\"",
+    "SELECT MEDIAN(age) AS m, VAR_SAMP(age) AS v FROM adult",
+    "SELECT sex, PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY \"hours-per-week\") AS p, \
+     STDDEV_POP(\"capital-gain\") AS s FROM adult GROUP BY sex",
 ];
 
-/// Queries only the embedded engine and SQLite run (quantiles, functions,
-/// arithmetic on reals).
+/// Arithmetic on real numbers: IEEE 754 on Spark, but PostgreSQL raises
+/// errors on a double's overflow and underflow, so it refuses them.
+const REAL_ARITHMETIC: &[&str] = &[
+    "SELECT sex, COUNT(*) AS n FROM adult \
+     WHERE CAST(age AS DOUBLE) * 1.5 - \"hours-per-week\" / 4.0 > 40.0 GROUP BY sex",
+    "SELECT COUNT(*) AS n FROM adult WHERE -(CAST(age AS DOUBLE) / 0.0) IS NULL",
+];
+
+/// Queries only the embedded engine and SQLite run (math and text
+/// functions, regular expressions).
 const SQLITE_ONLY: &[&str] = &[
-    "SELECT MEDIAN(age) AS m, VAR_SAMP(age) AS v FROM adult",
     "SELECT sex, COUNT(*) AS n FROM adult WHERE sqrt(CAST(age AS DOUBLE)) * 1.5 > 9.0 GROUP BY sex",
     "SELECT COUNT(*) AS n FROM adult WHERE lower(occupation) LIKE '%sales%' \
      AND length(\"native-country\") > 5 AND education ~ '^[A-Z]'",
@@ -95,10 +90,24 @@ fn exact(engine: &QueryEngine, sql: &str) -> Vec<Group> {
     rows
 }
 
-fn assert_same_exact(database: &QueryEngine, queries: &[&str]) {
-    let embedded = QueryEngine::open(fixture_adult()).unwrap();
+/// `database` gives `embedded`'s exact aggregates for every query, and
+/// refuses `refused` at planning, saying why.
+fn assert_same_exact(
+    database: &QueryEngine,
+    embedded: &QueryEngine,
+    queries: &[&str],
+    refused: &[&str],
+) {
     for sql in queries {
-        assert_eq!(exact(database, sql), exact(&embedded, sql), "{sql}");
+        assert_eq!(exact(database, sql), exact(embedded, sql), "{sql}");
+    }
+    for sql in refused {
+        match database.plan(sql) {
+            Err(QueryError::NotPrivate(reason)) => {
+                assert!(reason.contains("is not available on"), "{reason}")
+            }
+            other => panic!("{sql}: expected a refusal, got {other:?}"),
+        }
     }
 }
 
@@ -107,34 +116,73 @@ fn fixture_adult() -> Description {
     Description::from_toml(&text, &folder).unwrap()
 }
 
-#[test]
-fn sqlite_computes_the_embedded_engines_exact_aggregates_on_adult() {
-    let engine = adult_on_sqlite("adult");
-    assert_same_exact(&engine, SHARED);
-    assert_same_exact(&engine, SQLITE_ONLY);
-    let explained = engine.explain(SHARED[0], &settings(1.0)).unwrap();
-    assert!(explained.contains("SQL sent to SQLite"), "{explained}");
-    assert!(
-        explained.contains("WITH \"__dpkit_raw_adult\""),
-        "{explained}"
-    );
+/// Adult loaded at `place`: its exact aggregates are the embedded engine's,
+/// and `--explain` shows the SQL sent.
+fn adult_runs_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
+    let (text, _) = adult_text();
+    let engine = place.open("adult", &adult_csv(), ADULT_TYPES, &text);
+    let embedded = QueryEngine::open(fixture_adult()).unwrap();
+    assert_same_exact(&engine, &embedded, queries, refused);
+    if !matches!(place, Place::Embedded) {
+        let explained = engine.explain(SHARED[0], &settings(1.0)).unwrap();
+        assert!(explained.contains("SQL sent to "), "{explained}");
+    }
 }
 
-#[test]
-fn postgres_computes_the_embedded_engines_exact_aggregates_on_adult() {
-    let server = Postgres::start("adult");
-    let engine = adult_on_postgres(&server);
-    assert_same_exact(&engine, SHARED);
-    for sql in SQLITE_ONLY {
-        match engine.plan(sql) {
-            Err(QueryError::NotPrivate(reason)) => {
-                assert!(reason.contains("not available on PostgreSQL"), "{reason}")
-            }
-            other => panic!("{sql}: expected a refusal, got {other:?}"),
-        }
-    }
-    let explained = engine.explain(SHARED[0], &settings(1.0)).unwrap();
-    assert!(explained.contains("SQL sent to PostgreSQL"), "{explained}");
+/// Extreme values (NaN, ±∞, ±10³⁰⁸, subnormals, −0, NULL, out of bounds)
+/// in real and integer columns; SQLite stores NaN as NULL, so it gets the
+/// table without it.
+fn extremes(with_nan: bool) -> String {
+    let rows = [
+        "1,a,NaN,5",
+        "2,a,Infinity,-5",
+        "3,a,-Infinity,200",
+        "4,b,,50",
+        "5,b,1e308,",
+        "6,b,-1e308,7",
+        "7,a,5e-324,100",
+        "8,b,-0.0,0",
+        "9,a,3.25,99",
+        "10,b,11,1",
+        "11,a,-11,2",
+        "12,b,1e-160,3",
+        "13,a,2.5e-155,4",
+        "14,b,9.999999999999998,98",
+    ];
+    let body: String = rows
+        .iter()
+        .filter(|r| with_nan || !r.contains("NaN"))
+        .map(|r| format!("{r}\n"))
+        .collect();
+    format!("id,grp,score,n\n{body}")
+}
+
+const EXTREME_TYPES: databases::Types<'static> =
+    &[("id", "INTEGER"), ("score", "REAL"), ("n", "INTEGER")];
+const EXTREME_DESCRIPTION: &str = "[table]\nname = \"x\"\nfile = \"x.csv\"\n\
+    [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 1000.0\n\
+    [columns.id]\ntype = \"integer\"\n\
+    [columns.grp]\ntype = \"text\"\ndomain = [\"a\", \"b\"]\n\
+    [columns.score]\ntype = \"real\"\nbounds = [-10, 10]\n\
+    [columns.n]\ntype = \"integer\"\nbounds = [0, 100]\n";
+const EXTREME_QUERIES: &[&str] = &[
+    "SELECT grp, COUNT(score) AS c, SUM(score) AS s, AVG(score) AS a FROM x GROUP BY grp",
+    "SELECT SUM(n) AS s, AVG(n) AS a, STDDEV(score) AS d, VAR_POP(n) AS v FROM x",
+    "SELECT grp, MEDIAN(score) AS m, PERCENTILE_CONT(0.25) WITHIN GROUP (ORDER BY n) AS q \
+     FROM x GROUP BY grp",
+    "SELECT COUNT(*) AS c FROM x WHERE score > 0.5 OR score IS NULL OR n BETWEEN 3 AND 7",
+    // Sums over no value at all are 0, in a group and without one.
+    "SELECT grp, SUM(CASE WHEN grp = 'a' THEN n END) AS s, AVG(CASE WHEN grp = 'b' THEN score END) \
+     AS a, VAR_SAMP(CASE WHEN id < 0 THEN n END) AS v FROM x GROUP BY grp",
+    "SELECT SUM(n) AS s, AVG(score) AS a, STDDEV(n) AS d FROM x WHERE id > 100",
+];
+
+/// Extreme values give the embedded engine's exact aggregates at `place`.
+fn extremes_run_at(place: &Place<'_>) {
+    let csv = extremes(!matches!(place, Place::Sqlite));
+    let engine = place.open("extremes", &csv, EXTREME_TYPES, EXTREME_DESCRIPTION);
+    let embedded = Place::Embedded.open("extremes", &csv, EXTREME_TYPES, EXTREME_DESCRIPTION);
+    assert_same_exact(&engine, &embedded, EXTREME_QUERIES, &[]);
 }
 
 fn settings(epsilon: f64) -> ReleaseSettings {
@@ -195,6 +243,8 @@ const ORACLES: &[&str] = &[
     "power(CAST(age AS DOUBLE), 200) > 1",
     "CASE WHEN name = 'dan' THEN CAST('1e400' AS DOUBLE) ELSE 0 END > 1",
     "score * 1e308 * 10 > 0",
+    "-(score * 1e300) * 1e10 < 0",
+    "CASE WHEN name = 'dan' THEN score % (score - score) ELSE 1 END = 1",
     "name ~ 'd.n'",
     "name LIKE 'd%\\'",
 ];
@@ -234,44 +284,120 @@ fn assert_no_oracle(with: &QueryEngine, without: &QueryEngine, dir: &std::path::
     }
 }
 
-#[test]
-fn no_query_fails_on_sqlite_only_because_of_one_persons_row() {
-    let dir = folder("oracle-sqlite");
-    sqlite_file(&dir.join("with.sqlite"), "t", PEOPLE, PEOPLE_TYPES);
-    sqlite_file(
-        &dir.join("without.sqlite"),
-        "t",
+/// The oracles, on the four people and on them without dan, at `place`.
+fn no_oracle_at(place: &Place<'_>) {
+    let with = place.open("with_dan", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION);
+    let without = place.open(
+        "without_dan",
         &without_dan(),
         PEOPLE_TYPES,
+        PEOPLE_DESCRIPTION,
     );
-    let open = |file: &str| {
-        QueryEngine::open(in_database(
-            PEOPLE_DESCRIPTION,
-            &format!("sqlite = \"{file}\""),
-            &dir,
-        ))
-        .unwrap()
-    };
-    assert_no_oracle(&open("with.sqlite"), &open("without.sqlite"), &dir);
+    assert_no_oracle(
+        &with,
+        &without,
+        &folder(&format!("oracle-{}", place.name())),
+    );
+}
+
+/// Every check at one place: Adult, extreme values, the oracles and the
+/// auditor.
+fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
+    adult_runs_at(place, queries, refused);
+    extremes_run_at(place);
+    no_oracle_at(place);
+    audits::shapes_keep_their_epsilon(place);
+    audits::the_cap_holds_where_the_rows_live(place);
 }
 
 #[test]
-fn no_query_fails_on_postgres_only_because_of_one_persons_row() {
-    let server = Postgres::start("oracle");
-    let open = |table: &str, csv: &str| {
-        let rows = server.folder.join(format!("{table}.csv"));
-        std::fs::write(&rows, csv.trim_end()).unwrap();
-        let create = create_table(table, csv, PEOPLE_TYPES, true);
-        server.load_csv(&create, table, &rows);
-        let source = format!(
-            "postgres = \"{}\"\nsource_table = \"{table}\"",
-            server.connection()
-        );
-        QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &server.folder)).unwrap()
+fn the_embedded_engine_passes_the_checks_every_database_passes() {
+    let all: Vec<&str> = [SHARED, REAL_ARITHMETIC, SQLITE_ONLY].concat();
+    every_check_at(&Place::Embedded, &all, &[]);
+}
+
+#[test]
+fn sqlite_runs_the_private_plans_of_the_embedded_engine() {
+    let all: Vec<&str> = [SHARED, REAL_ARITHMETIC, SQLITE_ONLY].concat();
+    every_check_at(&Place::Sqlite, &all, &[]);
+}
+
+#[test]
+fn postgres_runs_the_private_plans_of_the_embedded_engine() {
+    let server = Postgres::start("checks");
+    let refused: Vec<&str> = [REAL_ARITHMETIC, SQLITE_ONLY].concat();
+    every_check_at(&Place::Postgres(&server), SHARED, &refused);
+}
+
+/// One cluster for every Spark check (it takes seconds to start), and
+/// last, the Connect server going away mid-query.
+#[test]
+fn spark_runs_the_private_plans_of_the_embedded_engine() {
+    let mut spark = spark::Spark::start("checks");
+    let place = Place::Spark(&spark);
+    let queries: Vec<&str> = [SHARED, REAL_ARITHMETIC].concat();
+    every_check_at(&place, &queries, SQLITE_ONLY);
+    let (text, data) = adult_text();
+    let source = format!(
+        "spark = \"{}\"\nsource_table = \"no_such_table\"",
+        spark.address()
+    );
+    let missing = QueryEngine::open(in_database(&text, &source, &data));
+    let Err(QueryError::Description(message)) = missing else {
+        panic!("expected a description error for a table Spark does not have");
     };
-    let with = open("with_dan", PEOPLE);
-    let without = open("without_dan", &without_dan());
-    assert_no_oracle(&with, &without, &folder("oracle-postgres"));
+    assert!(message.contains("no_such_table"), "{message}");
+    let slow = place.open("slow_rows", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION);
+    spark.sql(&["CREATE VIEW slow AS SELECT * FROM slow_rows \
+                 WHERE reflect('java.lang.Thread', 'sleep', CAST(1500 AS BIGINT)) IS NOT NULL"
+        .to_string()]);
+    drop(slow);
+    let source = format!("spark = \"{}\"\nsource_table = \"slow\"", spark.address());
+    let engine =
+        QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &spark.folder)).unwrap();
+    refunded_when_the_server_goes_away(&engine, || spark.stop_connect());
+}
+
+/// A query that is running when its server goes away is an I/O failure:
+/// refunded, and one line. `stop` stops the server; the query reads a view
+/// that sleeps on every row, so it is still running a second after it began.
+fn refunded_when_the_server_goes_away(engine: &QueryEngine, stop: impl FnOnce()) {
+    let path = folder("goes-away").join("ledger.sqlite");
+    let sql = "SELECT COUNT(*) AS n FROM t";
+    let (lost, spent) = std::thread::scope(|scope| {
+        let running = scope.spawn(|| {
+            let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
+            let outcome = answer(engine, &ledger, sql);
+            (outcome, ledger.state().unwrap().spent_epsilon)
+        });
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(
+            !running.is_finished(),
+            "the query ended before its server stopped"
+        );
+        stop();
+        running.join().unwrap()
+    });
+    assert!(
+        matches!(&lost, Err(QueryError::Data(m)) if m.contains("I/O failure") && !m.contains('\n')),
+        "{lost:?}"
+    );
+    assert_eq!(spent, 0.0, "the lost query is refunded");
+}
+
+#[test]
+fn a_postgres_server_that_goes_away_mid_query_refunds_it() {
+    let mut server = Postgres::start("goes-away");
+    let place = Place::Postgres(&server);
+    drop(place.open("slow_rows", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION));
+    server.psql("CREATE VIEW slow AS SELECT * FROM slow_rows WHERE CAST(pg_sleep(1) AS TEXT) = ''");
+    let source = format!(
+        "postgres = \"{}\"\nsource_table = \"slow\"",
+        server.connection()
+    );
+    let engine =
+        QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &server.folder)).unwrap();
+    refunded_when_the_server_goes_away(&engine, || server.stop());
 }
 
 #[test]
@@ -353,33 +479,6 @@ fn bad_connections_are_one_line_that_never_shows_the_password() {
 }
 
 #[test]
-fn a_server_that_goes_away_refunds_the_query() {
-    let mut server = Postgres::start("goes-away");
-    let rows = server.folder.join("t.csv");
-    std::fs::write(&rows, PEOPLE.trim_end()).unwrap();
-    server.load_csv(&create_table("t", PEOPLE, PEOPLE_TYPES, true), "t", &rows);
-    let source = format!("postgres = \"{}\"", server.connection());
-    let engine =
-        QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &server.folder)).unwrap();
-    let dir = folder("goes-away");
-    let ledger = Ledger::open(&dir.join("ledger.sqlite"), 10.0, 0.0).unwrap();
-    let sql = "SELECT COUNT(*) AS n FROM t";
-    answer(&engine, &ledger, sql).unwrap();
-    let spent = ledger.state().unwrap().spent_epsilon;
-    server.stop();
-    let lost = answer(&engine, &ledger, sql);
-    assert!(
-        matches!(&lost, Err(QueryError::Data(m)) if m.contains("I/O failure")),
-        "{lost:?}"
-    );
-    assert_eq!(
-        ledger.state().unwrap().spent_epsilon,
-        spent,
-        "the lost query is refunded"
-    );
-}
-
-#[test]
 fn a_database_table_opened_in_memory_is_queried_where_it_lives() {
     let dir = folder("in-memory");
     sqlite_file(&dir.join("t.sqlite"), "t", PEOPLE, PEOPLE_TYPES);
@@ -387,89 +486,4 @@ fn a_database_table_opened_in_memory_is_queried_where_it_lives() {
     let engine = QueryEngine::open_in_memory(description).unwrap();
     let groups = exact(&engine, "SELECT COUNT(*) AS n FROM t");
     assert_eq!(groups[0].1, [4.0], "every row is counted, none copied away");
-}
-
-/// `CREATE TABLE … USING csv` over `csv`'s file, typed as `types` say.
-fn spark_table(
-    table: &str,
-    csv: &str,
-    file: &std::path::Path,
-    types: databases::Types<'_>,
-) -> String {
-    let header = csv.lines().next().unwrap();
-    let columns: Vec<String> = header
-        .split(',')
-        .map(|c| {
-            let t = match types.iter().find(|(n, _)| *n == c).map(|(_, t)| *t) {
-                Some("INTEGER") => "BIGINT",
-                Some("REAL") => "DOUBLE",
-                _ => "STRING",
-            };
-            format!("`{c}` {t}")
-        })
-        .collect();
-    format!(
-        "CREATE TABLE {table} ({}) USING csv OPTIONS (path '{}', header 'true')",
-        columns.join(", "),
-        file.display()
-    )
-}
-
-/// One cluster for every Spark check (it takes seconds to start): Adult's
-/// exact aggregates as the embedded engine's, refusals of what Spark cannot
-/// run safely, and no failure that depends on one person's row.
-#[test]
-fn spark_runs_the_private_plans_of_the_embedded_engine() {
-    let spark = spark::Spark::start("checks");
-    let (text, data) = adult_text();
-    let with = spark.folder.join("with.csv");
-    let without = spark.folder.join("without.csv");
-    std::fs::write(&with, PEOPLE).unwrap();
-    std::fs::write(&without, without_dan()).unwrap();
-    spark.sql(&[
-        spark_table(
-            "adult",
-            &adult_csv(),
-            &data.join("adult.data.csv"),
-            ADULT_TYPES,
-        ),
-        spark_table("with_dan", PEOPLE, &with, PEOPLE_TYPES),
-        spark_table("without_dan", PEOPLE, &without, PEOPLE_TYPES),
-    ]);
-    let source = |table: &str| {
-        format!(
-            "spark = \"{}\"\nsource_table = \"{table}\"",
-            spark.address()
-        )
-    };
-    let adult = QueryEngine::open(in_database(&text, &source("adult"), &data)).unwrap();
-    assert_same_exact(&adult, SHARED);
-    for sql in SQLITE_ONLY {
-        match adult.plan(sql) {
-            Err(QueryError::NotPrivate(reason)) => {
-                assert!(reason.contains("not available on Spark"), "{reason}")
-            }
-            other => panic!("{sql}: expected a refusal, got {other:?}"),
-        }
-    }
-    let missing = QueryEngine::open(in_database(&text, &source("no_such_table"), &data));
-    let Err(QueryError::Description(message)) = missing else {
-        panic!("expected a description error for a table Spark does not have");
-    };
-    assert!(message.contains("no_such_table"), "{message}");
-    let explained = adult.explain(SHARED[0], &settings(1.0)).unwrap();
-    assert!(explained.contains("SQL sent to Spark"), "{explained}");
-    let open = |table: &str| {
-        QueryEngine::open(in_database(
-            PEOPLE_DESCRIPTION,
-            &source(table),
-            &spark.folder,
-        ))
-        .unwrap()
-    };
-    assert_no_oracle(
-        &open("with_dan"),
-        &open("without_dan"),
-        &folder("oracle-spark"),
-    );
 }

@@ -13,6 +13,7 @@
 
 mod bridge;
 mod placeholder;
+mod planned;
 mod postgres;
 mod rows;
 mod safe_sql;
@@ -52,6 +53,12 @@ pub trait Backend: Send + Sync {
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>>;
     /// The `SELECT` that reads the table's columns as `columns` declares.
     fn source(&self, columns: &[(String, ColumnKind)]) -> String;
+    /// Asks the database whether it can run `plan`, without reading a row
+    /// (SQLite and PostgreSQL prepare it, Spark explains it): a plan it
+    /// cannot run is refused at planning, so that a failure that cannot
+    /// depend on the rows is never charged. A database that cannot be
+    /// reached is [`QueryError::Data`].
+    fn check(&self, plan: &RemotePlan) -> Result<()>;
     /// Runs `plan`; the result has `schema`'s columns. Failures that cannot
     /// depend on the rows (the database cannot be reached) are
     /// [`QueryError::Data`], refunded; any other is
@@ -116,6 +123,22 @@ pub(crate) fn declared_columns(
             (name.clone(), kind)
         })
         .collect())
+}
+
+/// The refusal of a plan the database says it cannot run: the first line
+/// of its reason, which is about the statement (no row has been read).
+pub(crate) fn cannot_run(flavour: Flavour, reason: &str) -> QueryError {
+    let line: String = reason
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(240)
+        .collect();
+    QueryError::Sql(format!(
+        "{} cannot run the plan as written: {line}",
+        flavour.name()
+    ))
 }
 
 /// Whether a database type holds the declared kind exactly (integers are

@@ -164,6 +164,23 @@ impl Backend for PostgresTable {
         Flavour::Postgres.cast_source(&self.table, columns)
     }
 
+    fn check(&self, plan: &RemotePlan) -> Result<()> {
+        let prepared =
+            self.with_client(async |client| client.prepare(plan.sql.as_str()).await.map(drop));
+        match prepared {
+            Ok(outcome) => outcome,
+            Err(error) => match error.as_db_error() {
+                Some(db) if !went_away(&error) => {
+                    Err(super::cannot_run(Flavour::Postgres, db.message()))
+                }
+                _ => Err(unreachable_error(&format!(
+                    "cannot be read: {}",
+                    reason(&error)
+                ))),
+            },
+        }
+    }
+
     fn run(
         &self,
         plan: &RemotePlan,
@@ -223,12 +240,10 @@ fn batch(rows: &[Row], schema: SchemaRef) -> Result<RecordBatch> {
     batch.finish()
 }
 
-/// A failure while running: refunded only when the server could not be
-/// reached or went away; every other failure keeps its cost and withholds
-/// its details (PostgreSQL's messages can quote values).
-fn run_error(error: &tokio_postgres::Error, limited: bool) -> QueryError {
+/// Whether `error` says the server could not be reached or went away.
+fn went_away(error: &tokio_postgres::Error) -> bool {
     let code = error.code();
-    let gone = error.is_closed()
+    error.is_closed()
         || code.is_none() && error.as_db_error().is_none()
         || code.is_some_and(|c| {
             c.code().starts_with("08")
@@ -239,8 +254,15 @@ fn run_error(error: &tokio_postgres::Error, limited: bool) -> QueryError {
                     SqlState::TOO_MANY_CONNECTIONS,
                 ]
                 .contains(c)
-        });
-    if gone {
+        })
+}
+
+/// A failure while running: refunded only when the server could not be
+/// reached or went away; every other failure keeps its cost and withholds
+/// its details (PostgreSQL's messages can quote values).
+fn run_error(error: &tokio_postgres::Error, limited: bool) -> QueryError {
+    let code = error.code();
+    if went_away(error) {
         unreachable_error("went away while running the query")
     } else if limited && code == Some(&SqlState::QUERY_CANCELED) {
         QueryError::FailedWhileRunning("it ran longer than the time limit".into())

@@ -16,9 +16,13 @@
 //! - comparisons, AND/OR/NOT, IS NULL, IN, BETWEEN, CASE, LIKE, COALESCE,
 //!   NULLIF, GREATEST, LEAST and lengths are the database's own, which do
 //!   not fail;
-//! - anything else (arithmetic on reals, math and text functions, regular
-//!   expressions, casts from text) is refused at planning, which spends
-//!   nothing, with a line saying so.
+//! - arithmetic on reals follows IEEE 754 on Spark (a zero divisor is
+//!   guarded, as it gives NULL in dpkit); PostgreSQL raises errors when a
+//!   double overflows or underflows, so there only the planner's own
+//!   arithmetic on clamped values is sent (see [`super::planned`]);
+//! - anything else (arithmetic on reals on PostgreSQL, math and text
+//!   functions, regular expressions, casts from text) is refused at
+//!   planning, which spends nothing, with a line saying so.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -60,25 +64,10 @@ pub(crate) fn expr(
             let args = &function.args;
             match name.as_str() {
                 "dpkit_clamp" => check_clamp(args, flavour).map(|()| Transformed::no(expr)),
-                "dpkit_cut_text" => Ok(Transformed::no(expr)),
+                // Named by `planned` from the planner's own shapes.
+                "dpkit_cut_text" | "dpkit_cell" | "dpkit_square" => Ok(Transformed::no(expr)),
                 "dpkit_add" | "dpkit_sub" | "dpkit_mul" | "dpkit_div" | "dpkit_mod"
-                | "dpkit_abs" => {
-                    let integers = args
-                        .iter()
-                        .map(type_of)
-                        .collect::<Result<Vec<_>>>()?
-                        .iter()
-                        .all(|t| *t == DataType::Int64);
-                    if !integers {
-                        return Err(unavailable("arithmetic on real numbers"));
-                    }
-                    let renamed = name.replace("dpkit_", "dpkit_int_");
-                    Ok(Transformed::yes(call(
-                        renamed,
-                        DataType::Int64,
-                        args.clone(),
-                    )))
-                }
+                | "dpkit_abs" => arithmetic(&name, args, type_of, flavour),
                 native if NATIVE.contains(&native) => Ok(Transformed::no(expr)),
                 other => Err(unavailable(&format!(
                     "the function {}",
@@ -104,12 +93,37 @@ pub(crate) fn expr(
         Expr::Like(like) if like.escape_char.is_some() || !plain_pattern(&like.pattern) => {
             Err(unavailable("a LIKE pattern with ESCAPE or a backslash"))
         }
+        // Negating a double never fails (integers are `dpkit_sub(0, x)`).
+        Expr::Negative(inner) if type_of(inner)? == DataType::Float64 => Ok(Transformed::no(expr)),
         Expr::Negative(_) => Err(unavailable("unary minus on a column")),
         Expr::Literal(ScalarValue::Float64(Some(x)), _) if !x.is_finite() => {
             Err(unavailable("a NaN or infinite literal"))
         }
         _ => Ok(Transformed::no(expr)),
     }
+}
+
+/// dpkit's total arithmetic, renamed for its spelling: on integers
+/// `dpkit_int_*` everywhere; on reals `dpkit_real_*` on Spark, whose
+/// doubles follow IEEE 754 (only a zero divisor raises an error, and is
+/// guarded), but not on PostgreSQL, which raises errors when a double
+/// overflows or underflows.
+fn arithmetic(
+    name: &str,
+    args: &[Expr],
+    type_of: &dyn Fn(&Expr) -> Result<DataType>,
+    flavour: Flavour,
+) -> Result<Transformed<Expr>> {
+    let types = args.iter().map(type_of).collect::<Result<Vec<_>>>()?;
+    let (kind, returns) = if types.iter().all(|t| *t == DataType::Int64) {
+        ("int", DataType::Int64)
+    } else if flavour == Flavour::Spark && types.iter().all(|t| *t == DataType::Float64) {
+        ("real", DataType::Float64)
+    } else {
+        return Err(unavailable(flavour, "arithmetic on real numbers"));
+    };
+    let renamed = name.replace("dpkit_", &format!("dpkit_{kind}_"));
+    Ok(Transformed::yes(call(renamed, returns, args.to_vec())))
 }
 
 /// A literal text pattern without a backslash.

@@ -163,12 +163,16 @@ fn database_type(name: &str) -> DatabaseType {
     }
 }
 
-/// A failure: refunded only when the server cannot be reached or went away.
+/// A failure: refunded only when the server cannot be reached or went away
+/// (gRPC says it is unavailable, or the status was made here from the
+/// connection's own error, which a status the server sent never carries).
 fn run_error(status: &tonic::Status) -> QueryError {
+    let transport = std::error::Error::source(status).is_some();
     match status.code() {
         tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::DataLoss => {
             unreachable_error("went away while running the query")
         }
+        _ if transport => unreachable_error("went away while running the query"),
         tonic::Code::DeadlineExceeded => {
             QueryError::FailedWhileRunning("it ran longer than the time limit".into())
         }
@@ -211,6 +215,30 @@ impl Backend for SparkTable {
 
     fn source(&self, columns: &[(String, ColumnKind)]) -> String {
         Flavour::Spark.cast_source(&self.table, columns)
+    }
+
+    fn check(&self, plan: &RemotePlan) -> Result<()> {
+        let explained = self
+            .execute(&format!("EXPLAIN {}", plan.sql), None)
+            .map_err(|status| match status.code() {
+                tonic::Code::Unavailable | tonic::Code::Cancelled => {
+                    unreachable_error("cannot be reached")
+                }
+                _ => super::cannot_run(Flavour::Spark, status.message()),
+            })?;
+        // Spark explains a plan it cannot analyse in its answer's rows.
+        let text: Vec<String> = explained
+            .iter()
+            .map(|batch| text_column(batch, 0))
+            .collect::<Result<Vec<_>>>()?
+            .concat();
+        match text.first() {
+            Some(first) if first.starts_with("Error occurred") => Err(super::cannot_run(
+                Flavour::Spark,
+                text.get(1).map_or("", String::as_str),
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn run(

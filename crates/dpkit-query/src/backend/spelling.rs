@@ -39,7 +39,38 @@ pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<
         }
         std::ops::ControlFlow::Continue(())
     });
-    failure.map_or(Ok(()), Err)
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    if flavour == Flavour::Sqlite {
+        return Ok(());
+    }
+    let _ = ast::visit_expressions_mut(statement, |expr| {
+        if let Some(double) = double_literal(expr, flavour) {
+            *expr = double;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    Ok(())
+}
+
+/// A number with a point or an exponent (a `Float64` literal, as the
+/// unparser prints it: positional, so 1e-300 has 300 zeros) as a cast of
+/// its shortest text to a double: Spark would read it as a decimal, whose
+/// 38 digits it may overflow, and PostgreSQL as a `numeric`. (SQLite reads
+/// such numbers as doubles.)
+fn double_literal(expr: &ast::Expr, flavour: Flavour) -> Option<ast::Expr> {
+    let ast::Expr::Value(value) = expr else {
+        return None;
+    };
+    let ast::Value::Number(text, _) = &value.value else {
+        return None;
+    };
+    if !text.contains(['.', 'e', 'E']) {
+        return None;
+    }
+    let x: f64 = text.parse().ok()?;
+    parse(&format!("CAST('{x:e}' AS {})", flavour.double()), flavour).ok()
 }
 
 fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
@@ -68,6 +99,9 @@ fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
 /// in dpkit's code there, see `bridge`).
 fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
     let name = function.name.0.last()?.as_ident()?.value.clone();
+    if flavour == Flavour::Spark && function.over.is_some() {
+        return spark_window(function);
+    }
     let ast::FunctionArguments::List(list) = &function.args else {
         return None;
     };
@@ -97,13 +131,42 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
         ("dpkit_clamp", Flavour::Sqlite) => Some(sqlite_clamp(&a(0), &a(1), &a(2), args.get(3))),
         ("dpkit_clamp", _) => Some(clamp(&a(0), &a(1), &a(2), args.get(3), double)),
         (_, Flavour::Sqlite) => None,
+        ("dpkit_cell", _) => Some(cell(&args, flavour)),
+        // Below 1e-154 a square underflows (PostgreSQL raises an error);
+        // it is then under 2^-1000, the finest summation grid, and adds
+        // 0 steps to the exact sum it is the argument of, as 0 does.
+        ("dpkit_square", Flavour::Postgres) => Some(format!(
+            "CASE WHEN ABS({x}) < CAST('1e-154' AS {double}) THEN CAST(0 AS {double}) \
+             ELSE {x} * {x} END",
+            x = a(0)
+        )),
+        ("dpkit_square", Flavour::Spark) => Some(format!("({x} * {x})", x = a(0))),
         (name, Flavour::Postgres) => {
             postgres_integer(name, &a(0), &a(1)).or_else(|| exact_sum(name, &a(0), flavour))
         }
-        (name, Flavour::Spark) => {
-            spark_integer(name, &a(0), &a(1)).or_else(|| exact_sum(name, &a(0), flavour))
-        }
+        (name, Flavour::Spark) => spark_integer(name, &a(0), &a(1))
+            .or_else(|| spark_real(name, &a(0), &a(1)))
+            .or_else(|| exact_sum(name, &a(0), flavour)),
     }
+}
+
+/// The per-person cap's `row_number() OVER (PARTITION BY id)` for Spark,
+/// which numbers rows only in an ordered window: ordered by the id itself,
+/// so each person's rows are numbered in no particular order, as in the
+/// other engines (any of them may be the ones kept).
+fn spark_window(function: &ast::Function) -> Option<String> {
+    let Some(ast::WindowType::WindowSpec(window)) = &function.over else {
+        return None;
+    };
+    if !window.order_by.is_empty() || window.partition_by.is_empty() {
+        return None;
+    }
+    let partition: Vec<String> = window.partition_by.iter().map(|e| e.to_string()).collect();
+    let partition = partition.join(", ");
+    Some(format!(
+        "{}() OVER (PARTITION BY {partition} ORDER BY {partition})",
+        function.name
+    ))
 }
 
 /// dpkit's total integer arithmetic in PostgreSQL: computed in `numeric`
@@ -149,18 +212,60 @@ fn spark_integer(name: &str, x: &str, y: &str) -> Option<String> {
     })
 }
 
+/// dpkit's total arithmetic on doubles in Spark: IEEE 754, as in dpkit,
+/// where only a zero divisor raises an error; dpkit gives NULL for it.
+fn spark_real(name: &str, x: &str, y: &str) -> Option<String> {
+    Some(match name {
+        "dpkit_real_add" => format!("({x} + {y})"),
+        "dpkit_real_sub" => format!("({x} - {y})"),
+        "dpkit_real_mul" => format!("({x} * {y})"),
+        "dpkit_real_div" => format!("CASE WHEN {y} = 0 THEN NULL ELSE {x} / {y} END"),
+        "dpkit_real_mod" => format!("CASE WHEN {y} = 0 THEN NULL ELSE {x} % {y} END"),
+        "dpkit_real_abs" => format!("ABS({x})"),
+        _ => return None,
+    })
+}
+
+/// A quantile's cell (`dpkit_cell(x, lo, hi, w, last, tiny)`, see
+/// [`super::planned`]): `x` clamped, its distance from `lo` divided by the
+/// cell width `w` (a distance below `tiny` is cell 0, whose quotient
+/// PostgreSQL could refuse as an underflow), floored, kept at most
+/// `last`, as a `bigint`. The quotient is at most about 2^16 cells, so
+/// Spark's `FLOOR` (a `bigint`) cannot overflow.
+fn cell(args: &[String], flavour: Flavour) -> String {
+    let a = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let double = flavour.double();
+    let distance = format!("({} - {})", clamp(&a(0), &a(1), &a(2), None, double), a(1));
+    let quotient = match flavour {
+        Flavour::Postgres => format!(
+            "CASE WHEN {distance} < {tiny} THEN CAST(0 AS {double}) ELSE {distance} / {w} END",
+            tiny = a(5),
+            w = a(3)
+        ),
+        _ => format!("({distance} / {})", a(3)),
+    };
+    // The distance is not negative, so neither is the floor; LEAST skips
+    // NULLs, so a NULL value is kept NULL first.
+    format!(
+        "CAST(CASE WHEN {x} IS NULL THEN NULL ELSE LEAST(FLOOR({quotient}), {last}) END AS BIGINT)",
+        x = a(0),
+        last = a(4)
+    )
+}
+
 /// `dpkit_clamp`: NaN goes to `low` (both databases order NaN above
 /// infinity), then `- centre`. NULL matches no branch and stays NULL; the
 /// usual value takes two comparisons.
 fn clamp(v: &str, low: &str, high: &str, centre: Option<&String>, double: &str) -> String {
+    // The bounds and the centre are Float64 literals, which `spell` writes
+    // as doubles.
     let infinity = format!("CAST('Infinity' AS {double})");
     let clamped = format!(
-        "CASE WHEN {v} < {low} THEN CAST({low} AS {double}) \
-         WHEN {v} <= {high} THEN {v} WHEN {v} <= {infinity} THEN CAST({high} AS {double}) \
-         WHEN {v} > {infinity} THEN CAST({low} AS {double}) END"
+        "CASE WHEN {v} < {low} THEN {low} WHEN {v} <= {high} THEN {v} \
+         WHEN {v} <= {infinity} THEN {high} WHEN {v} > {infinity} THEN {low} END"
     );
     match centre {
-        Some(centre) => format!("(({clamped}) - CAST({centre} AS {double}))"),
+        Some(centre) => format!("(({clamped}) - {centre})"),
         None => clamped,
     }
 }
@@ -178,23 +283,35 @@ fn sqlite_clamp(v: &str, low: &str, high: &str, centre: Option<&String>) -> Stri
 }
 
 /// `dpkit_exact_sum_m<k>(v)`: grid steps summed exactly, as the engine
-/// does. Each value's steps are kept within `bigint` before `FLOOR` (whose
-/// result is a `bigint` in Spark), unless the name says they are bounded
-/// (`dpkit_bounded_sum_m<k>`: a clamp to finite bounds, whose steps are
-/// within ±2^62); they are summed in an exact type (PostgreSQL's `SUM` of
-/// `bigint` is `numeric`; Spark's is cast to `DECIMAL(38,0)`, which cannot
-/// overflow either); the total is kept within ±2^53 steps, then scaled.
+/// does. Each value's steps are saturated within `bigint` before `FLOOR`
+/// (whose result is a `bigint` in Spark), as the engine saturates at the
+/// ends of `i64`, and a value that is not finite adds none; unless the name
+/// says they are bounded (`dpkit_bounded_sum_m<k>`: a clamp to finite
+/// bounds, whose steps are within ±2^62). They are summed in an exact type
+/// (PostgreSQL's `SUM` of `bigint` is `numeric`; Spark's is cast to
+/// `DECIMAL(38,0)`, which cannot overflow either). A group whose values are
+/// all NULL sums to 0 steps, as in the engine: SQL's `SUM` gives NULL,
+/// which `GREATEST` would skip, turning it into the lowest total. The
+/// total is kept within ±2^53 steps, then scaled.
 fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
     let (exponent, bounded) = super::placeholder::exact_sum_exponent(name)?;
     let double = flavour.double();
     // Powers of two print as the shortest decimal that reads back exactly.
     let inverse = 2f64.powi(-exponent);
     let grid = 2f64.powi(exponent);
-    let shifted = format!("{v} * CAST('{inverse:e}' AS {double}) + 0.5");
+    let shifted = format!("({v} * CAST('{inverse:e}' AS {double}) + 0.5)");
     let kept = if bounded {
         shifted
     } else {
-        format!("LEAST(GREATEST({shifted}, -{MAX_ROW_STEPS}), {MAX_ROW_STEPS})")
+        // NULL matches no branch and stays NULL; NaN (above +∞ in both
+        // databases) and ±∞ add no steps.
+        let infinity = format!("CAST('Infinity' AS {double})");
+        format!(
+            "CASE WHEN {shifted} = -{infinity} THEN 0 WHEN {shifted} < -{MAX_ROW_STEPS} \
+             THEN -{MAX_ROW_STEPS} WHEN {shifted} <= {MAX_ROW_STEPS} THEN {shifted} \
+             WHEN {shifted} < {infinity} THEN {MAX_ROW_STEPS} WHEN {shifted} >= {infinity} \
+             THEN 0 END"
+        )
     };
     let steps = format!("CAST(FLOOR({kept}) AS BIGINT)");
     let summed = match flavour {
@@ -202,7 +319,7 @@ fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
         _ => format!("SUM({steps})"),
     };
     Some(format!(
-        "(CAST(LEAST(GREATEST({summed}, -{MAX_STEPS}), {MAX_STEPS}) \
+        "(CAST(LEAST(GREATEST(COALESCE({summed}, 0), -{MAX_STEPS}), {MAX_STEPS}) \
          AS {double}) * CAST('{grid:e}' AS {double}))"
     ))
 }

@@ -159,23 +159,56 @@ fn unparse(
     plan: &LogicalPlan,
     flavour: Flavour,
 ) -> Result<datafusion::sql::sqlparser::ast::Statement> {
-    use datafusion::sql::sqlparser::ast::{DataType as Sql, ExactNumberInfo};
-    use datafusion::sql::unparser::dialect::{
-        CustomDialectBuilder, PostgreSqlDialect, SqliteDialect,
-    };
-    let spark = CustomDialectBuilder::new()
-        .with_identifier_quote_style('`')
-        .with_float64_ast_dtype(Sql::Double(ExactNumberInfo::None))
-        .with_int64_cast_dtype(Sql::BigInt(None))
-        .with_utf8_cast_dtype(Sql::String(None))
-        .with_requires_derived_table_alias(true)
-        .build();
+    use datafusion::sql::unparser::dialect::{PostgreSqlDialect, SqliteDialect};
     match flavour {
         Flavour::Sqlite => Unparser::new(&SqliteDialect {}).plan_to_sql(plan),
         Flavour::Postgres => Unparser::new(&PostgreSqlDialect {}).plan_to_sql(plan),
-        Flavour::Spark => Unparser::new(&spark).plan_to_sql(plan),
+        Flavour::Spark => Unparser::new(&SparkDialect).plan_to_sql(plan),
     }
     .map_err(unparse_error)
+}
+
+/// Spark SQL for the unparser: backticks, `DOUBLE`, `BIGINT` and `STRING`,
+/// an alias on every derived table, no `QUALIFY` (the per-person cap's
+/// window is filtered in a subquery) and no frame on window functions
+/// (Spark refuses one on `row_number`).
+struct SparkDialect;
+
+impl datafusion::sql::unparser::dialect::Dialect for SparkDialect {
+    fn identifier_quote_style(&self, _identifier: &str) -> Option<char> {
+        Some('`')
+    }
+
+    fn float64_ast_dtype(&self) -> datafusion::sql::sqlparser::ast::DataType {
+        datafusion::sql::sqlparser::ast::DataType::Double(
+            datafusion::sql::sqlparser::ast::ExactNumberInfo::None,
+        )
+    }
+
+    fn int64_cast_dtype(&self) -> datafusion::sql::sqlparser::ast::DataType {
+        datafusion::sql::sqlparser::ast::DataType::BigInt(None)
+    }
+
+    fn utf8_cast_dtype(&self) -> datafusion::sql::sqlparser::ast::DataType {
+        datafusion::sql::sqlparser::ast::DataType::String(None)
+    }
+
+    fn requires_derived_table_alias(&self) -> bool {
+        true
+    }
+
+    fn supports_qualify(&self) -> bool {
+        false
+    }
+
+    fn window_func_support_window_frame(
+        &self,
+        _func_name: &str,
+        _start_bound: &datafusion::sql::sqlparser::ast::WindowFrameBound,
+        _end_bound: &datafusion::sql::sqlparser::ast::WindowFrameBound,
+    ) -> bool {
+        false
+    }
 }
 
 /// The expression mapping of step 1.
@@ -193,7 +226,14 @@ fn refusal(error: QueryError) -> datafusion::error::DataFusionError {
 impl Translation {
     fn node(&mut self, node: LogicalPlan) -> Step<LogicalPlan> {
         let schema = input_schema(&node);
-        node.map_expressions(|expr| expr.transform_up(|e| self.expr(e, &schema).map_err(refusal)))
+        let flavour = self.flavour;
+        node.map_expressions(|expr| {
+            let named = match flavour {
+                Flavour::Sqlite => Transformed::no(expr),
+                Flavour::Postgres | Flavour::Spark => super::planned::name_planned(expr)?,
+            };
+            named.transform_data(|e| e.transform_up(|e| self.expr(e, &schema).map_err(refusal)))
+        })
     }
 
     fn expr(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -278,23 +318,36 @@ impl Translation {
     }
 }
 
-/// Whether every value of `value` is a clamp to finite literal bounds
-/// whose grid steps (on the grid `2^exponent`) lie well within `bigint`,
-/// so that a database need not saturate them row by row.
+/// Whether every value of `value` is a clamp to finite literal bounds (or
+/// the square of one, see `planned`) whose grid steps (on the grid
+/// `2^exponent`) lie well within `bigint`, so that a database need not
+/// saturate them row by row.
 fn steps_fit(value: &Expr, exponent: i32) -> bool {
-    let Expr::ScalarFunction(clamp) = value else {
+    let Expr::ScalarFunction(function) = value else {
         return false;
     };
-    if clamp.name() != "dpkit_clamp" {
-        return false;
+    let reach = match (function.name(), function.args.as_slice()) {
+        ("dpkit_clamp", _) => clamp_reach(value),
+        ("dpkit_square", [clamp]) => clamp_reach(clamp).map(|r| r * r),
+        _ => None,
+    };
+    reach.is_some_and(|reach| reach * 2f64.powi(-exponent) < 2f64.powi(62))
+}
+
+/// The largest magnitude of `dpkit_clamp(v, low, high[, centre])`.
+pub(crate) fn clamp_reach(clamp: &Expr) -> Option<f64> {
+    let Expr::ScalarFunction(function) = clamp else {
+        return None;
+    };
+    if function.name() != "dpkit_clamp" {
+        return None;
     }
-    let literals: Option<Vec<f64>> = clamp.args[1..].iter().map(float_literal).collect();
-    let reach = match literals.as_deref() {
-        Some([low, high]) => low.abs().max(high.abs()),
-        Some([low, high, centre]) => (low - centre).abs().max((high - centre).abs()),
-        _ => return false,
-    };
-    (reach * 2f64.powi(-exponent)) < 2f64.powi(62)
+    let literals: Option<Vec<f64>> = function.args[1..].iter().map(float_literal).collect();
+    match literals.as_deref() {
+        Some([low, high]) => Some(low.abs().max(high.abs())),
+        Some([low, high, centre]) => Some((low - centre).abs().max((high - centre).abs())),
+        _ => None,
+    }
 }
 
 /// The schema a node's expressions are written over.

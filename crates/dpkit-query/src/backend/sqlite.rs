@@ -126,6 +126,19 @@ impl Backend for SqliteTable {
         )
     }
 
+    fn check(&self, plan: &RemotePlan) -> Result<()> {
+        let connection = self.connection.lock().map_err(|_| shape_error())?;
+        for function in &plan.functions {
+            function
+                .register(&connection)
+                .map_err(|_| unreachable_error("cannot be prepared"))?;
+        }
+        connection
+            .prepare(&plan.sql)
+            .map(drop)
+            .map_err(|e| super::cannot_run(Flavour::Sqlite, &e.to_string()))
+    }
+
     fn run(
         &self,
         plan: &RemotePlan,

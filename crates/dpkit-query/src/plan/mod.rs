@@ -408,6 +408,14 @@ fn planted_cap_after_from(input: LogicalPlan, description: &Description) -> Resu
         .build()
         .map_err(sql_error)?
         .alias("__dpkit_planted_row");
+    // The input's own columns after the filter, as the real cap keeps
+    // them: a database's SQL then reads the numbered rows as a subquery.
+    let columns: Vec<Expr> = input
+        .schema()
+        .columns()
+        .into_iter()
+        .map(Expr::Column)
+        .collect();
     LogicalPlanBuilder::from(input)
         .window(vec![numbered])
         .and_then(|b| {
@@ -416,6 +424,7 @@ fn planted_cap_after_from(input: LogicalPlan, description: &Description) -> Resu
                     .lt_eq(lit(*max_rows as i64)),
             )
         })
+        .and_then(|b| b.project(columns))
         .and_then(LogicalPlanBuilder::build)
         .map_err(sql_error)
 }

@@ -191,6 +191,15 @@ impl Spark {
         );
     }
 
+    /// Kills the Connect server (the last process started) at once, as a
+    /// crash would; the cluster stays up.
+    pub fn stop_connect(&mut self) {
+        if let Some(connect) = self.processes.last_mut() {
+            let _ = connect.kill();
+            let _ = connect.wait();
+        }
+    }
+
     /// The Spark Connect address.
     pub fn address(&self) -> String {
         format!("sc://127.0.0.1:{}", self.port)

@@ -130,31 +130,31 @@ fn adult_runs_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
 }
 
 /// Extreme values (NaN, ±∞, ±10³⁰⁸, subnormals, −0, NULL, out of bounds)
-/// in real and integer columns; SQLite stores NaN as NULL, so it gets the
-/// table without it.
+/// in real and integer columns, and text with quotes and backslashes;
+/// SQLite stores NaN as NULL, so it gets the table without it.
 fn extremes(with_nan: bool) -> String {
     let rows = [
-        "1,a,NaN,5",
-        "2,a,Infinity,-5",
-        "3,a,-Infinity,200",
-        "4,b,,50",
-        "5,b,1e308,",
-        "6,b,-1e308,7",
-        "7,a,5e-324,100",
-        "8,b,-0.0,0",
-        "9,a,3.25,99",
-        "10,b,11,1",
-        "11,a,-11,2",
-        "12,b,1e-160,3",
-        "13,a,2.5e-155,4",
-        "14,b,9.999999999999998,98",
+        "1,a,NaN,5,o'neil",
+        "2,a,Infinity,-5,d\\n",
+        "3,a,-Infinity,200,back\\",
+        "4,b,,50,",
+        "5,b,1e308,,x",
+        "6,b,-1e308,7,",
+        "7,a,5e-324,100,",
+        "8,b,-0.0,0,",
+        "9,a,3.25,99,",
+        "10,b,11,1,",
+        "11,a,-11,2,",
+        "12,b,1e-160,3,",
+        "13,a,2.5e-155,4,",
+        "14,b,9.999999999999998,98,",
     ];
     let body: String = rows
         .iter()
         .filter(|r| with_nan || !r.contains("NaN"))
         .map(|r| format!("{r}\n"))
         .collect();
-    format!("id,grp,score,n\n{body}")
+    format!("id,grp,score,n,note\n{body}")
 }
 
 const EXTREME_TYPES: databases::Types<'static> =
@@ -175,6 +175,10 @@ const EXTREME_QUERIES: &[&str] = &[
     "SELECT grp, SUM(CASE WHEN grp = 'a' THEN n END) AS s, AVG(CASE WHEN grp = 'b' THEN score END) \
      AS a, VAR_SAMP(CASE WHEN id < 0 THEN n END) AS v FROM x GROUP BY grp",
     "SELECT SUM(n) AS s, AVG(score) AS a, STDDEV(n) AS d FROM x WHERE id > 100",
+    // Text literals are the analyst's values, never SQL of theirs (Spark
+    // reads a backslash in a literal as an escape).
+    "SELECT COUNT(*) AS c FROM x WHERE note = 'd\\n' OR note = 'o''neil' OR note LIKE 'x%'",
+    "SELECT COUNT(*) AS c FROM x WHERE note = 'back\\' OR note = ') OR (1 = 1) OR (''='",
 ];
 
 /// Extreme values give the embedded engine's exact aggregates at `place`.

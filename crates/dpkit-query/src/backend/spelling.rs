@@ -45,13 +45,38 @@ pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<
     if flavour == Flavour::Sqlite {
         return Ok(());
     }
+    let mut failure = None;
     let _ = ast::visit_expressions_mut(statement, |expr| {
-        if let Some(double) = double_literal(expr, flavour) {
-            *expr = double;
+        match double_literal(expr, flavour).or_else(|| spark_text(expr, flavour)) {
+            Some(Ok(literal)) => *expr = literal,
+            Some(Err(error)) => {
+                failure = Some(error);
+                return std::ops::ControlFlow::Break(());
+            }
+            None => {}
         }
-        std::ops::ControlFlow::<()>::Continue(())
+        std::ops::ControlFlow::Continue(())
     });
-    Ok(())
+    failure.map_or(Ok(()), Err)
+}
+
+/// A text literal with a backslash, for Spark, whose string literals read
+/// `\` as an escape: as the cast of its UTF-8 bytes in hexadecimal. Written
+/// as is, `'a\'` would open a string that the SQL's next quote closes, and
+/// an analyst's literals could then write SQL of their own. (sqlparser's
+/// Spark dialect, which reads each spelling here, takes `\` literally.)
+fn spark_text(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
+    let ast::Expr::Value(value) = expr else {
+        return None;
+    };
+    let ast::Value::SingleQuotedString(text) = &value.value else {
+        return None;
+    };
+    if flavour != Flavour::Spark || !text.contains('\\') {
+        return None;
+    }
+    let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
+    Some(parse(&format!("CAST(X'{hex}' AS STRING)"), flavour))
 }
 
 /// A number with a point or an exponent (a `Float64` literal, as the
@@ -59,7 +84,7 @@ pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<
 /// its shortest text to a double: Spark would read it as a decimal, whose
 /// 38 digits it may overflow, and PostgreSQL as a `numeric`. (SQLite reads
 /// such numbers as doubles.)
-fn double_literal(expr: &ast::Expr, flavour: Flavour) -> Option<ast::Expr> {
+fn double_literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
     let ast::Expr::Value(value) = expr else {
         return None;
     };
@@ -70,7 +95,10 @@ fn double_literal(expr: &ast::Expr, flavour: Flavour) -> Option<ast::Expr> {
         return None;
     }
     let x: f64 = text.parse().ok()?;
-    parse(&format!("CAST('{x:e}' AS {})", flavour.double()), flavour).ok()
+    Some(parse(
+        &format!("CAST('{x:e}' AS {})", flavour.double()),
+        flavour,
+    ))
 }
 
 fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {

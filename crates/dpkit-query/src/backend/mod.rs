@@ -128,10 +128,9 @@ pub(crate) fn declared_columns(
 /// The refusal of a plan the database says it cannot run: the first line
 /// of its reason, which is about the statement (no row has been read).
 pub(crate) fn cannot_run(flavour: Flavour, reason: &str) -> QueryError {
-    let line: String = reason
-        .lines()
-        .next()
-        .unwrap_or_default()
+    let first = reason.lines().map(str::trim).find(|l| !l.is_empty());
+    let line: String = first
+        .unwrap_or("no reason given")
         .chars()
         .take(240)
         .collect();

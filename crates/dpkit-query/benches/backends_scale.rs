@@ -1,51 +1,40 @@
 //! The cost of privacy where the data lives: a DP GROUP BY with COUNT and
 //! AVG through dpkit against the same plain query sent straight to the same
-//! database, on generated tables of growing size, in one run.
+//! engine, on generated tables of growing size, in one run.
 //!
-//! `cargo bench -p dpkit-query --bench backends_scale -- --rows 1000000,10000000`
-//! (`--backend sqlite` or `--backend postgres` for one of them). PostgreSQL
-//! is a server this benchmark starts (Debian's binaries, as in the tests).
+//! `cargo bench -p dpkit-query --bench backends_scale -- --rows
+//! 1000000,10000000,100000000 --backend embedded,sqlite,postgres,spark
+//! --repeats 5`. Each size is a new table of eight regions and one real
+//! value in [0, 100). PostgreSQL and Spark (a standalone master, two
+//! one-core workers and a Connect server) are servers this benchmark
+//! starts, as the tests do; they generate their tables themselves. The
+//! plain query goes to PostgreSQL through tokio-postgres, to SQLite through
+//! rusqlite, to DataFusion through its session, and to Spark through
+//! pyspark's Connect client in one long-lived process (its time is taken
+//! around `collect()` there). Each pair is timed alternately after a
+//! warm-up; the medians are printed.
 
+#[path = "support/generated.rs"]
+mod generated;
 #[path = "../tests/support/postgres.rs"]
 mod postgres;
+#[path = "../tests/support/spark.rs"]
+mod spark;
 
 use std::hint::black_box;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use dpkit_core::rng::SecureRng;
 use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+use generated::GROUPS;
 
-const GROUPS: [&str; 8] = [
-    "north", "south", "east", "west", "centre", "coast", "hills", "islands",
-];
 const PLAIN: &str = "SELECT region, COUNT(*) AS n, AVG(value) AS mean FROM t GROUP BY region";
-const REPEATS: usize = 5;
-
-/// Row `i`: regions cycle, values are a fixed pseudo-random sequence in [0, 100).
-fn rows(count: usize) -> impl Iterator<Item = (&'static str, f64)> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    (0..count).map(move |i| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let value = (state >> 11) as f64 / (1u64 << 53) as f64 * 100.0;
-        (GROUPS[i % GROUPS.len()], value)
-    })
-}
 
 fn description(source: &str, base: &Path) -> Description {
-    let domain = GROUPS.map(|g| format!("\"{g}\"")).join(", ");
-    Description::from_toml(
-        &format!(
-            "[table]\nname = \"t\"\n{source}\n[privacy_unit]\nkind = \"row\"\n\
-             [budget]\nepsilon = 1000\n[columns.region]\ntype = \"text\"\ndomain = [{domain}]\n\
-             [columns.value]\ntype = \"real\"\nbounds = [0, 100]\n"
-        ),
-        base,
-    )
-    .unwrap()
+    Description::from_toml(&generated::description_text(source), base).unwrap()
 }
 
 fn median(mut times: Vec<f64>) -> f64 {
@@ -53,10 +42,11 @@ fn median(mut times: Vec<f64>) -> f64 {
     times[times.len() / 2]
 }
 
-/// Median seconds of `plain` and of dpkit's private answer, alternating.
-fn measure(engine: &QueryEngine, mut plain: impl FnMut()) -> (f64, f64) {
-    let folder = std::env::temp_dir();
-    let ledger_path = folder.join(format!("dpkit-bench-scale-{}.sqlite", std::process::id()));
+/// Median seconds of `plain` and of dpkit's private answer, alternating,
+/// after one warm-up round.
+fn measure(engine: &QueryEngine, repeats: usize, mut plain: impl FnMut() -> f64) -> (f64, f64) {
+    let ledger_path =
+        std::env::temp_dir().join(format!("dpkit-bench-scale-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&ledger_path);
     let ledger = Ledger::open(&ledger_path, 1000.0, 0.0).unwrap();
     let settings = ReleaseSettings {
@@ -67,10 +57,8 @@ fn measure(engine: &QueryEngine, mut plain: impl FnMut()) -> (f64, f64) {
     };
     let mut rng = SecureRng::from_os().unwrap();
     let (mut plain_times, mut private_times) = (Vec::new(), Vec::new());
-    for round in 0..=REPEATS {
-        let start = Instant::now();
-        plain();
-        let plain_time = start.elapsed().as_secs_f64();
+    for round in 0..=repeats {
+        let plain_time = plain();
         let start = Instant::now();
         black_box(engine.answer(PLAIN, &settings, &ledger, &mut rng).unwrap());
         let private_time = start.elapsed().as_secs_f64();
@@ -83,7 +71,30 @@ fn measure(engine: &QueryEngine, mut plain: impl FnMut()) -> (f64, f64) {
     (median(plain_times), median(private_times))
 }
 
-fn sqlite(count: usize) -> (f64, f64) {
+/// Seconds `work` takes.
+fn timed(work: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    work();
+    start.elapsed().as_secs_f64()
+}
+
+fn embedded(count: usize, repeats: usize) -> (f64, f64) {
+    let partitions = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let table = generated::table(count, partitions);
+    let engine =
+        QueryEngine::with_table(description("file = \"generated\"", Path::new(".")), table)
+            .unwrap();
+    measure(&engine, repeats, || {
+        timed(|| {
+            let batches = engine
+                .block_on(async { engine.session().sql(PLAIN).await?.collect().await })
+                .unwrap();
+            black_box(batches);
+        })
+    })
+}
+
+fn sqlite(count: usize, repeats: usize) -> (f64, f64) {
     let folder = std::env::temp_dir().join(format!("dpkit-bench-sqlite-{}", std::process::id()));
     std::fs::create_dir_all(&folder).unwrap();
     let file = folder.join("t.sqlite");
@@ -97,39 +108,35 @@ fn sqlite(count: usize) -> (f64, f64) {
         let mut insert = transaction
             .prepare("INSERT INTO t VALUES (?1, ?2)")
             .unwrap();
-        for (region, value) in rows(count) {
+        for (region, value) in generated::rows(count) {
             insert.execute(rusqlite::params![region, value]).unwrap();
         }
     }
     transaction.commit().unwrap();
     let engine = QueryEngine::open(description("sqlite = \"t.sqlite\"", &folder)).unwrap();
-    let times = measure(&engine, || {
-        let mut statement = connection.prepare_cached(PLAIN).unwrap();
-        let groups: Vec<(String, i64, f64)> = statement
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        black_box(groups);
+    let times = measure(&engine, repeats, || {
+        timed(|| {
+            let mut statement = connection.prepare_cached(PLAIN).unwrap();
+            let groups: Vec<(String, i64, f64)> = statement
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            black_box(groups);
+        })
     });
     let _ = std::fs::remove_dir_all(&folder);
     times
 }
 
-fn postgres(count: usize) -> (f64, f64) {
-    let server = postgres::Postgres::start("bench");
-    let csv = server.folder.join("t.csv");
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&csv).unwrap());
-    for (region, value) in rows(count) {
-        writeln!(out, "{region},{value}").unwrap();
-    }
-    out.flush().unwrap();
-    drop(out);
-    server.psql("CREATE TABLE t (region TEXT, value DOUBLE PRECISION)");
+fn postgres(server: &postgres::Postgres, count: usize, repeats: usize) -> (f64, f64) {
+    let regions = GROUPS.map(|g| format!("'{g}'")).join(", ");
     server.psql(&format!(
-        "\\copy t FROM '{}' WITH (FORMAT csv)",
-        csv.display()
+        "DROP TABLE IF EXISTS t; CREATE TABLE t (region TEXT, value DOUBLE PRECISION); \
+         SELECT setseed(0.25); INSERT INTO t SELECT (ARRAY[{regions}])[1 + i % 8], \
+         random() * 100 FROM generate_series(0, {count} - 1) AS i"
     ));
+    // VACUUM runs outside the transaction of the statements above.
     server.psql("VACUUM ANALYZE t");
     let source = format!("postgres = \"{}\"", server.connection());
     let engine = QueryEngine::open(description(&source, &server.folder)).unwrap();
@@ -141,9 +148,72 @@ fn postgres(count: usize) -> (f64, f64) {
         ))
         .unwrap();
     runtime.spawn(connection);
-    measure(&engine, || {
-        black_box(runtime.block_on(client.query(PLAIN, &[])).unwrap());
+    measure(&engine, repeats, || {
+        timed(|| {
+            black_box(runtime.block_on(client.query(PLAIN, &[])).unwrap());
+        })
     })
+}
+
+/// pyspark's Connect client in one process: it runs each SQL line it reads
+/// and answers with the seconds `collect()` took.
+struct PySpark {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl PySpark {
+    fn start(cluster: &spark::Spark) -> Self {
+        let script = format!(
+            "import sys, time\nfrom pyspark.sql import SparkSession\n\
+             s = SparkSession.builder.remote('{}').getOrCreate()\n\
+             for line in sys.stdin:\n    start = time.perf_counter()\n    s.sql(line).collect()\n\
+             \x20   print(time.perf_counter() - start, flush=True)\n",
+            cluster.address()
+        );
+        let mut child = Command::new(cluster.python())
+            .args(["-W", "ignore", "-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cannot start pyspark");
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            input,
+            output,
+        }
+    }
+
+    fn seconds(&mut self, sql: &str) -> f64 {
+        writeln!(self.input, "{sql}").unwrap();
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        line.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("pyspark failed on: {sql}"))
+    }
+}
+
+impl Drop for PySpark {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spark(cluster: &spark::Spark, client: &mut PySpark, count: usize, repeats: usize) -> (f64, f64) {
+    let regions = GROUPS.map(|g| format!("'{g}'")).join(", ");
+    client.seconds("DROP TABLE IF EXISTS t");
+    client.seconds(&format!(
+        "CREATE TABLE t USING parquet AS SELECT element_at(array({regions}), \
+         CAST(id % 8 AS INT) + 1) AS region, rand(7) * 100 AS value FROM range({count})"
+    ));
+    let source = format!("spark = \"{}\"", cluster.address());
+    let engine = QueryEngine::open(description(&source, &cluster.folder)).unwrap();
+    measure(&engine, repeats, || client.seconds(PLAIN))
 }
 
 fn main() {
@@ -153,27 +223,46 @@ fn main() {
         .split(',')
         .map(|n| n.parse().unwrap())
         .collect();
-    let backend = argument("--backend").unwrap_or_else(|| "all".into());
-    println!("query: {PLAIN}; median of {REPEATS} alternating runs after a warm-up");
+    let backends = argument("--backend").unwrap_or_else(|| "embedded,sqlite,postgres,spark".into());
+    let repeats: usize = argument("--repeats").map_or(5, |n| n.parse().unwrap());
+    let wanted = |name: &str| backends.split(',').any(|b| b == name);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(String::from)
+        })
+        .unwrap_or_default();
+    println!("query: {PLAIN}; median of {repeats} alternating runs after a warm-up; {cpu}");
     println!(
         "{:<11} {:>12} {:>14} {:>14} {:>8}",
-        "database", "rows", "plain (ms)", "dpkit (ms)", "ratio"
+        "engine", "rows", "plain (ms)", "dpkit (ms)", "ratio"
     );
+    let server = wanted("postgres").then(|| postgres::Postgres::start("bench"));
+    let cluster = wanted("spark").then(|| spark::Spark::start("bench"));
+    let mut client = cluster.as_ref().map(PySpark::start);
     for &count in &sizes {
-        for (name, run) in [
-            ("sqlite", sqlite as fn(usize) -> (f64, f64)),
-            ("postgres", postgres),
-        ] {
-            if backend != "all" && backend != name {
-                continue;
-            }
-            let (plain, private) = run(count);
-            println!(
-                "{name:<11} {count:>12} {:>14.1} {:>14.1} {:>8.3}",
-                plain * 1e3,
-                private * 1e3,
-                private / plain
-            );
+        if wanted("embedded") {
+            report("embedded", count, embedded(count, repeats));
+        }
+        if wanted("sqlite") {
+            report("sqlite", count, sqlite(count, repeats));
+        }
+        if let Some(server) = &server {
+            report("postgres", count, postgres(server, count, repeats));
+        }
+        if let (Some(cluster), Some(client)) = (&cluster, client.as_mut()) {
+            report("spark", count, spark(cluster, client, count, repeats));
         }
     }
+}
+
+fn report(engine: &str, count: usize, (plain, private): (f64, f64)) {
+    println!(
+        "{engine:<11} {count:>12} {:>14.1} {:>14.1} {:>8.3}",
+        plain * 1e3,
+        private * 1e3,
+        private / plain
+    );
 }

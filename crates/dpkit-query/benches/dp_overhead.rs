@@ -3,59 +3,14 @@
 //! 10 million rows, in one run. `cargo bench -p dpkit-query --bench dp_overhead`
 //! (`-- --rows N` for another size).
 
+#[path = "support/generated.rs"]
+mod generated;
+
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::datasource::MemTable;
 use dpkit_core::rng::SecureRng;
 use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
-
-const GROUPS: [&str; 8] = [
-    "north", "south", "east", "west", "centre", "coast", "hills", "islands",
-];
-
-/// `rows` rows of (region, value): regions cycle, values are a fixed
-/// pseudo-random sequence in [0, 100).
-fn table(rows: usize, partitions: usize) -> Arc<MemTable> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("region", DataType::Utf8, false),
-        Field::new("value", DataType::Float64, false),
-    ]));
-    let per_partition = rows.div_ceil(partitions);
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let batches: Vec<Vec<RecordBatch>> = (0..partitions)
-        .map(|p| {
-            let start = p * per_partition;
-            let end = rows.min(start + per_partition);
-            (start..end)
-                .step_by(65_536)
-                .map(|batch_start| {
-                    let batch_end = end.min(batch_start + 65_536);
-                    let regions: StringArray = (batch_start..batch_end)
-                        .map(|i| Some(GROUPS[i % GROUPS.len()]))
-                        .collect();
-                    let values: Float64Array = (batch_start..batch_end)
-                        .map(|_| {
-                            state ^= state << 13;
-                            state ^= state >> 7;
-                            state ^= state << 17;
-                            Some((state >> 11) as f64 / (1u64 << 53) as f64 * 100.0)
-                        })
-                        .collect();
-                    RecordBatch::try_new(
-                        schema.clone(),
-                        vec![Arc::new(regions) as ArrayRef, Arc::new(values)],
-                    )
-                    .unwrap()
-                })
-                .collect()
-        })
-        .collect();
-    Arc::new(MemTable::try_new(schema, batches).unwrap())
-}
 
 fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
@@ -70,21 +25,12 @@ fn main() {
         .unwrap_or(10_000_000usize);
     let repeats = 7;
     let partitions = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let domain = GROUPS
-        .iter()
-        .map(|g| format!("\"{g}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
     let description = Description::from_toml(
-        &format!(
-            "[table]\nname = \"t\"\nfile = \"generated\"\n[privacy_unit]\nkind = \"row\"\n\
-             [budget]\nepsilon = 1000\n[columns.region]\ntype = \"text\"\ndomain = [{domain}]\n\
-             [columns.value]\ntype = \"real\"\nbounds = [0, 100]\n"
-        ),
+        &generated::description_text("file = \"generated\""),
         std::path::Path::new("."),
     )
     .unwrap();
-    let engine = QueryEngine::with_table(description, table(rows, partitions)).unwrap();
+    let engine = QueryEngine::with_table(description, generated::table(rows, partitions)).unwrap();
     let ledger_path =
         std::env::temp_dir().join(format!("dpkit-bench-ledger-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&ledger_path);

@@ -217,14 +217,19 @@ impl Drop for Spark {
 }
 
 impl Spark {
-    /// Runs SQL statements through pyspark's own Spark Connect client (to
-    /// set up tables as a user of the cluster would).
-    pub fn sql(&self, statements: &[String]) {
-        let python = spark_home()
+    /// The Python of pyspark's virtual environment.
+    pub fn python(&self) -> PathBuf {
+        spark_home()
             .ancestors()
             .nth(4)
             .expect("the virtual environment of pyspark")
-            .join("bin/python");
+            .join("bin/python")
+    }
+
+    /// Runs SQL statements through pyspark's own Spark Connect client (to
+    /// set up tables as a user of the cluster would).
+    pub fn sql(&self, statements: &[String]) {
+        let python = self.python();
         let script = format!(
             "import sys\nfrom pyspark.sql import SparkSession\n\
              s = SparkSession.builder.remote('{}').getOrCreate()\n\

@@ -90,8 +90,10 @@ fn execution_error(error: DataFusionError) -> QueryError {
 }
 
 /// An error converting the result: it cannot depend on which values there are.
+/// A result the plan did not ask for: its cost is kept (see
+/// `backend::rows::shape_error`).
 fn result_error(_error: impl std::fmt::Display) -> QueryError {
-    QueryError::Data("the engine's result has an unexpected shape".into())
+    QueryError::FailedWhileRunning("the engine's result has an unexpected shape".into())
 }
 
 impl QueryEngine {

@@ -60,7 +60,8 @@ const SHARED: &[&str] = &[
 const REAL_ARITHMETIC: &[&str] = &[
     "SELECT sex, COUNT(*) AS n FROM adult \
      WHERE CAST(age AS DOUBLE) * 1.5 - \"hours-per-week\" / 4.0 > 40.0 GROUP BY sex",
-    "SELECT COUNT(*) AS n FROM adult WHERE -(CAST(age AS DOUBLE) / 0.0) IS NULL",
+    "SELECT COUNT(*) AS n FROM adult WHERE -(CAST(age AS DOUBLE) / 0.0) IS NULL \
+     OR 1.0 / (0.0 * -1.0) IS NULL",
 ];
 
 /// Queries only the embedded engine and SQLite run (math and text
@@ -175,6 +176,18 @@ const EXTREME_QUERIES: &[&str] = &[
     "SELECT grp, SUM(CASE WHEN grp = 'a' THEN n END) AS s, AVG(CASE WHEN grp = 'b' THEN score END) \
      AS a, VAR_SAMP(CASE WHEN id < 0 THEN n END) AS v FROM x GROUP BY grp",
     "SELECT SUM(n) AS s, AVG(score) AS a, STDDEV(n) AS d FROM x WHERE id > 100",
+    "SELECT SUM(COALESCE(score, 3.0)) AS s, COUNT(CASE WHEN n / (0 - 1) < -50 THEN 1 END) AS t \
+     FROM x",
+    // A key that is always NULL, in groups that exist and in none.
+    "SELECT CASE WHEN n > 1000 THEN NULL END AS k, COUNT(*) AS c FROM x WHERE id = 1 \
+     GROUP BY CASE WHEN n > 1000 THEN NULL END",
+    "SELECT CASE WHEN n > 1000 THEN NULL END AS k, COUNT(*) AS c FROM x WHERE id = 42 \
+     GROUP BY CASE WHEN n > 1000 THEN NULL END",
+    // −0 and 0 are one group, whichever row a database meets first.
+    "SELECT CASE WHEN n < 50 THEN -0.0 ELSE 0.0 END AS k, COUNT(*) AS c FROM x \
+     GROUP BY CASE WHEN n < 50 THEN -0.0 ELSE 0.0 END",
+    "SELECT CASE WHEN n = 5 THEN -0.0 ELSE 0.0 END AS k, COUNT(*) AS c FROM x \
+     GROUP BY CASE WHEN n = 5 THEN -0.0 ELSE 0.0 END",
     // Text literals are the analyst's values, never SQL of theirs (Spark
     // reads a backslash in a literal as an escape).
     "SELECT COUNT(*) AS c FROM x WHERE note = 'd\\n' OR note = 'o''neil' OR note LIKE 'x%'",
@@ -304,14 +317,54 @@ fn no_oracle_at(place: &Place<'_>) {
     );
 }
 
+/// A table whose columns differ from the description (a type, a missing
+/// column) is one line naming both, before anything is run.
+fn differences_are_one_line_at(place: &Place<'_>) {
+    let types = &[("id", "INTEGER"), ("age", "TEXT"), ("salary", "INTEGER")];
+    let csv = "id,age,name,salary\n1,30,ann,1000\n";
+    let opened = place.try_open("differs", csv, types, PEOPLE_DESCRIPTION);
+    let Err(QueryError::Description(message)) = opened else {
+        panic!("{}: expected a description error", place.name());
+    };
+    assert!(!message.contains('\n'), "{message}");
+    assert!(
+        message.contains("column 'age' is text where the description declares integer"),
+        "{message}"
+    );
+    assert!(message.contains("no column 'score'"), "{message}");
+}
+
 /// Every check at one place: Adult, extreme values, the oracles and the
 /// auditor.
 fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
+    if !matches!(place, Place::Embedded) {
+        differences_are_one_line_at(place);
+    }
     adult_runs_at(place, queries, refused);
     extremes_run_at(place);
     no_oracle_at(place);
     audits::shapes_keep_their_epsilon(place);
     audits::the_cap_holds_where_the_rows_live(place);
+}
+
+const CASES: &str = "id,grp\n1,A\n2,a\n3,a\n4,b\n";
+const CASES_DESCRIPTION: &str = "[table]\nname = \"c\"\nfile = \"c.csv\"\n\
+    [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 10.0\ndelta = 0.5\n\
+    [columns.id]\ntype = \"integer\"\n[columns.grp]\ntype = \"text\"\n";
+
+/// Text compares byte by byte wherever it lives: under a case-insensitive
+/// collation a database would put `a` and `A` in one group, keyed as
+/// whichever row it met first. `source` names the table `cases`, whose
+/// `grp` column has such a collation.
+fn collations_are_bytewise(source: &str, base: &std::path::Path) {
+    let source = format!("{source}\nsource_table = \"cases\"");
+    let engine = QueryEngine::open(in_database(CASES_DESCRIPTION, &source, base)).unwrap();
+    let embedded = Place::Embedded.open("cases", CASES, &[("id", "INTEGER")], CASES_DESCRIPTION);
+    let queries = [
+        "SELECT grp, COUNT(*) AS n FROM c GROUP BY grp",
+        "SELECT COUNT(*) AS n FROM c WHERE grp = 'a' OR grp < 'B'",
+    ];
+    assert_same_exact(&engine, &embedded, &queries, &[]);
 }
 
 #[test]
@@ -324,6 +377,15 @@ fn the_embedded_engine_passes_the_checks_every_database_passes() {
 fn sqlite_runs_the_private_plans_of_the_embedded_engine() {
     let all: Vec<&str> = [SHARED, REAL_ARITHMETIC, SQLITE_ONLY].concat();
     every_check_at(&Place::Sqlite, &all, &[]);
+    let dir = folder("collations");
+    let connection = rusqlite::Connection::open(dir.join("cases.sqlite")).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE cases (id INTEGER, grp TEXT COLLATE NOCASE); \
+             INSERT INTO cases VALUES (1, 'A'), (2, 'a'), (3, 'a'), (4, 'b')",
+        )
+        .unwrap();
+    collations_are_bytewise("sqlite = \"cases.sqlite\"", &dir);
 }
 
 #[test]
@@ -331,6 +393,13 @@ fn postgres_runs_the_private_plans_of_the_embedded_engine() {
     let server = Postgres::start("checks");
     let refused: Vec<&str> = [REAL_ARITHMETIC, SQLITE_ONLY].concat();
     every_check_at(&Place::Postgres(&server), SHARED, &refused);
+    server.psql(
+        "CREATE COLLATION dpkit_ci (provider = icu, locale = 'und-u-ks-level2', \
+         deterministic = false); CREATE TABLE cases (id BIGINT, grp TEXT COLLATE dpkit_ci); \
+         INSERT INTO cases VALUES (1, 'A'), (2, 'a'), (3, 'a'), (4, 'b')",
+    );
+    let source = format!("postgres = \"{}\"", server.connection());
+    collations_are_bytewise(&source, &server.folder);
 }
 
 /// One cluster for every Spark check (it takes seconds to start), and
@@ -405,34 +474,11 @@ fn a_postgres_server_that_goes_away_mid_query_refunds_it() {
 }
 
 #[test]
-fn a_table_that_differs_from_its_description_is_one_clear_line() {
-    let dir = folder("differs");
-    let types = &[
-        ("id", "INTEGER"),
-        ("age", "TEXT"),
-        ("salary", "INTEGER"),
-        ("score", "REAL"),
-    ];
-    let csv = "id,age,name,salary\n1,30,ann,1000\n";
-    sqlite_file(&dir.join("t.sqlite"), "t", csv, types);
-    let opened = QueryEngine::open(in_database(
-        PEOPLE_DESCRIPTION,
-        "sqlite = \"t.sqlite\"",
-        &dir,
-    ));
-    let Err(QueryError::Description(message)) = opened else {
-        panic!("expected a description error");
-    };
-    assert!(!message.contains('\n'), "{message}");
-    assert!(
-        message.contains("column 'age' is text where the description declares integer"),
-        "{message}"
-    );
-    assert!(message.contains("no column 'score'"), "{message}");
+fn a_sqlite_file_that_is_not_there_is_one_clear_line() {
     let missing = QueryEngine::open(in_database(
         PEOPLE_DESCRIPTION,
         "sqlite = \"none.sqlite\"",
-        &dir,
+        &folder("missing"),
     ));
     assert!(matches!(missing, Err(QueryError::Data(m)) if m.contains("no such file")));
 }

@@ -52,8 +52,13 @@ fn bridge_error(error: impl std::fmt::Display) -> QueryError {
 
 impl Sqlite {
     /// `expr` as a call `dpkit_f<number>(its non-literal children)`, and
-    /// the function that computes it.
-    pub(crate) fn bridge(expr: Expr, schema: &DFSchema, number: usize) -> Result<(Expr, Self)> {
+    /// the function that computes it; an expression of literals only is
+    /// computed now, as a literal.
+    pub(crate) fn bridge(
+        expr: Expr,
+        schema: &DFSchema,
+        number: usize,
+    ) -> Result<(Expr, Option<Self>)> {
         let name = format!("dpkit_f{number}");
         let returns = expr.get_type(schema).map_err(bridge_error)?;
         let mut arguments = Vec::new();
@@ -74,6 +79,7 @@ impl Sqlite {
             .data;
         let arrow_schema = Arc::new(Schema::new(fields));
         let frame = DFSchema::try_from(arrow_schema.as_ref().clone()).map_err(bridge_error)?;
+        let node = simplified(node, &frame)?;
         let node = create_physical_expr(
             &node,
             &frame,
@@ -82,14 +88,22 @@ impl Sqlite {
             ),
         )
         .map_err(bridge_error)?;
+        if arguments.is_empty() {
+            let options =
+                datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(1));
+            let value = RecordBatch::try_new_with_options(arrow_schema, vec![], &options)
+                .map_err(bridge_error)
+                .and_then(|row| scalar(&node, &row).map_err(bridge_error))?;
+            return Ok((Expr::Literal(value, None), None));
+        }
         let call = super::sql::call(name.clone(), returns, arguments);
         Ok((
             call,
-            Self::Scalar {
+            Some(Self::Scalar {
                 name,
                 node,
                 schema: arrow_schema,
-            },
+            }),
         ))
     }
 
@@ -134,10 +148,31 @@ fn evaluate(node: &Arc<dyn PhysicalExpr>, schema: &SchemaRef, context: &Context<
     let Ok(batch) = RecordBatch::try_new_with_options(schema.clone(), columns, &options) else {
         return Value::Null;
     };
-    node.evaluate(&batch)
+    scalar(node, &batch).map_or(Value::Null, |value| sqlite_value(&value))
+}
+
+/// `node`'s value on the one row of `row`.
+fn scalar(
+    node: &Arc<dyn PhysicalExpr>,
+    row: &RecordBatch,
+) -> datafusion::error::Result<ScalarValue> {
+    node.evaluate(row)
         .and_then(|value| value.into_array(1))
         .and_then(|array| ScalarValue::try_from_array(&array, 0))
-        .map_or(Value::Null, |value| sqlite_value(&value))
+}
+
+/// DataFusion computes some functions only once its simplifier has
+/// rewritten them (`coalesce` becomes a CASE); every node is simplified as
+/// the embedded engine's optimiser would.
+fn simplified(node: Expr, frame: &DFSchema) -> Result<Expr> {
+    use datafusion::logical_expr::simplify::SimplifyContext;
+    use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+    let context = SimplifyContext::builder()
+        .with_schema(Arc::new(frame.clone()))
+        .build();
+    ExprSimplifier::new(context)
+        .simplify(node)
+        .map_err(bridge_error)
 }
 
 /// One SQLite value as a one-row array of `data_type` (NULL when it does

@@ -25,9 +25,11 @@ pub(crate) enum Cell<'a> {
 }
 
 /// The result has a shape the plan did not ask for. Its message names no
-/// value: which values came back must not show in an error.
+/// value: which values came back must not show in an error. It may depend
+/// on the rows (a type that comes back only when a group does), so its
+/// cost is kept: only a database that cannot be reached is refunded.
 pub(crate) fn shape_error() -> QueryError {
-    QueryError::Data("the database's result has an unexpected shape".into())
+    QueryError::FailedWhileRunning("the database's result has an unexpected shape".into())
 }
 
 /// Builds a batch of `schema` row by row.
@@ -54,7 +56,9 @@ impl Rows {
             .map(|field| match field.data_type() {
                 t if t.is_integer() => Ok(Column::Integer(Int64Builder::new())),
                 t if t.is_floating() => Ok(Column::Real(Float64Builder::new())),
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                // A key that is NULL in every row (`CASE … THEN NULL END`)
+                // is typed Null; it reads as text, which only NULLs fill.
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => {
                     Ok(Column::Text(StringBuilder::new()))
                 }
                 DataType::Boolean => Ok(Column::Boolean(BooleanBuilder::new())),

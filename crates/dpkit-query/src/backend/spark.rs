@@ -107,7 +107,11 @@ impl SparkTable {
         let _one_at_a_time = self.running.lock();
         let request = proto::ExecutePlanRequest::sql(&self.session, sql);
         let work = async {
-            let mut client = tonic::client::Grpc::new(self.channel.clone());
+            // No limit of its own on a response's size: tonic's default of
+            // 4 MiB would fail a quantile's list of cells once a group has
+            // about a million rows, a threshold one row can cross.
+            let mut client = tonic::client::Grpc::new(self.channel.clone())
+                .max_decoding_message_size(usize::MAX);
             client
                 .ready()
                 .await
@@ -145,7 +149,9 @@ impl SparkTable {
 
 /// One Arrow IPC stream's batches.
 fn decode(data: &[u8]) -> std::result::Result<Vec<RecordBatch>, tonic::Status> {
-    let malformed = |_| tonic::Status::data_loss("malformed Arrow batch");
+    // Not `data_loss`, which is refunded as a lost server: a batch that
+    // does not decode came whole from a server that is there.
+    let malformed = |_| tonic::Status::internal("malformed Arrow batch");
     StreamReader::try_new(Cursor::new(data), None)
         .map_err(malformed)?
         .collect::<std::result::Result<Vec<_>, _>>()
@@ -303,6 +309,8 @@ fn cell(array: &ArrayRef, row: usize) -> Result<Cell<'_>> {
                 .as_primitive::<Float64Type>()
                 .value(0),
         ),
+        // A key Spark types as NULL (`CASE … THEN NULL END`) has only NULLs.
+        DataType::Null => Cell::Null,
         DataType::Boolean => Cell::Integer(i64::from(array.as_boolean().value(row))),
         DataType::Utf8 => Cell::Text(array.as_string::<i32>().value(row)),
         DataType::LargeUtf8 => Cell::Text(array.as_string::<i64>().value(row)),

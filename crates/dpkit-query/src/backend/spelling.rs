@@ -156,6 +156,11 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
             a(0),
             crate::source::MAX_TEXT_CHARS
         )),
+        // Adding 0 turns −0 into 0 and leaves every other value as it is.
+        ("dpkit_key", Flavour::Sqlite) => Some(format!("({} + 0.0)", a(0))),
+        // The cast types a key that is NULL in every row (which PostgreSQL
+        // would take as text).
+        ("dpkit_key", _) => Some(format!("(CAST({} AS {double}) + 0.0)", a(0))),
         ("dpkit_clamp", Flavour::Sqlite) => Some(sqlite_clamp(&a(0), &a(1), &a(2), args.get(3))),
         ("dpkit_clamp", _) => Some(clamp(&a(0), &a(1), &a(2), args.get(3), double)),
         (_, Flavour::Sqlite) => None,

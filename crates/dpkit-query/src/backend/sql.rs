@@ -76,18 +76,22 @@ impl Flavour {
 
     /// The typed view of `table` for PostgreSQL and Spark: every column
     /// cast to the type of its kind, so the plan reads what it declared.
+    /// Text compares byte by byte, as in the embedded engine, whatever the
+    /// column's collation: under a case-insensitive one, `a` and `A` would
+    /// be one group, keyed as whichever row the database met first (a
+    /// cast to Spark's `STRING` takes its binary collation).
     pub(crate) fn cast_source(self, table: &str, columns: &[(String, ColumnKind)]) -> String {
         let list: Vec<String> = columns
             .iter()
             .map(|(name, kind)| {
-                let to = match (kind, self) {
-                    (ColumnKind::Integer, _) => "BIGINT",
-                    (ColumnKind::Real, _) => self.double(),
-                    (ColumnKind::Text, Self::Spark) => "STRING",
-                    (ColumnKind::Text, _) => "TEXT",
-                };
                 let quoted = self.quote(name);
-                format!("CAST({quoted} AS {to}) AS {quoted}")
+                let cast = match (kind, self) {
+                    (ColumnKind::Integer, _) => format!("CAST({quoted} AS BIGINT)"),
+                    (ColumnKind::Real, _) => format!("CAST({quoted} AS {})", self.double()),
+                    (ColumnKind::Text, Self::Spark) => format!("CAST({quoted} AS STRING)"),
+                    (ColumnKind::Text, _) => format!("CAST({quoted} AS TEXT) COLLATE \"C\""),
+                };
+                format!("{cast} AS {quoted}")
             })
             .collect();
         format!("SELECT {} FROM {}", list.join(", "), self.qualified(table))
@@ -227,13 +231,14 @@ impl Translation {
     fn node(&mut self, node: LogicalPlan) -> Step<LogicalPlan> {
         let schema = input_schema(&node);
         let flavour = self.flavour;
-        node.map_expressions(|expr| {
+        let mapped = node.map_expressions(|expr| {
             let named = match flavour {
                 Flavour::Sqlite => Transformed::no(expr),
                 Flavour::Postgres | Flavour::Spark => super::planned::name_planned(expr)?,
             };
             named.transform_data(|e| e.transform_up(|e| self.expr(e, &schema).map_err(refusal)))
-        })
+        })?;
+        mapped.transform_data(|node| one_zero_per_key(node, &schema))
     }
 
     fn expr(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -260,7 +265,9 @@ impl Translation {
         let computed = match &expr {
             // Spelled in SQLite's SQL (see `spelling`): they run once per
             // row and value in every private query.
-            Expr::ScalarFunction(f) if ["dpkit_clamp", "dpkit_cut_text"].contains(&f.name()) => {
+            Expr::ScalarFunction(f)
+                if ["dpkit_clamp", "dpkit_cut_text", "dpkit_key"].contains(&f.name()) =>
+            {
                 false
             }
             Expr::ScalarFunction(_) | Expr::Cast(_) | Expr::TryCast(_) | Expr::Like(_) => true,
@@ -282,7 +289,7 @@ impl Translation {
             return Ok(Transformed::no(expr));
         }
         let (call, function) = Sqlite::bridge(expr, schema, self.functions.len())?;
-        self.functions.push(function);
+        self.functions.extend(function);
         Ok(Transformed::yes(call))
     }
 
@@ -348,6 +355,34 @@ pub(crate) fn clamp_reach(clamp: &Expr) -> Option<f64> {
         Some([low, high, centre]) => Some((low - centre).abs().max((high - centre).abs())),
         _ => None,
     }
+}
+
+/// An aggregate's real group keys, as `dpkit_key(k)` (`k + 0.0`): −0 and
+/// 0 are equal, so a database puts them in one group, and returns the key
+/// as the first row it met spelled it; `−0 + 0.0` is `0`, so every row of
+/// the group spells it alike, as the answer prints it.
+fn one_zero_per_key(node: LogicalPlan, schema: &DFSchema) -> Step<LogicalPlan> {
+    let LogicalPlan::Aggregate(mut aggregate) = node else {
+        return Ok(Transformed::no(node));
+    };
+    let mut changed = false;
+    for key in &mut aggregate.group_expr {
+        let Expr::Alias(alias) = key else {
+            continue;
+        };
+        if alias.expr.get_type(schema)? == DataType::Float64 {
+            let inner =
+                std::mem::replace(alias.expr.as_mut(), Expr::Literal(ScalarValue::Null, None));
+            *alias.expr = call("dpkit_key".into(), DataType::Float64, vec![inner]);
+            changed = true;
+        }
+    }
+    let node = LogicalPlan::Aggregate(aggregate);
+    Ok(if changed {
+        Transformed::yes(node)
+    } else {
+        Transformed::no(node)
+    })
 }
 
 /// The schema a node's expressions are written over.

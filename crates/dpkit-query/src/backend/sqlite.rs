@@ -76,9 +76,12 @@ fn read_as(column: &str, kind: ColumnKind) -> String {
             "CASE typeof({column}) WHEN 'real' THEN {column} \
              WHEN 'integer' THEN CAST({column} AS REAL) END"
         ),
+        // Compared byte by byte, as in the embedded engine, whatever the
+        // column's collation (NOCASE would make `a` and `A` one group).
         ColumnKind::Text => format!(
-            "CASE typeof({column}) WHEN 'text' THEN {column} \
-             WHEN 'integer' THEN CAST({column} AS TEXT) WHEN 'real' THEN CAST({column} AS TEXT) END"
+            "(CASE typeof({column}) WHEN 'text' THEN {column} \
+             WHEN 'integer' THEN CAST({column} AS TEXT) WHEN 'real' THEN CAST({column} AS TEXT) END) \
+             COLLATE BINARY"
         ),
     }
 }

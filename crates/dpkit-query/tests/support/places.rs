@@ -46,6 +46,18 @@ impl Place<'_> {
     /// NULL) as `table`, typed by `types` (the rest is text), and opens
     /// `description` over it. Table names must be new to the place.
     pub fn open(&self, table: &str, csv: &str, types: Types<'_>, description: &str) -> QueryEngine {
+        self.try_open(table, csv, types, description)
+            .unwrap_or_else(|e| panic!("{}: cannot open {table}: {e}", self.name()))
+    }
+
+    /// As [`Place::open`], with what opening says.
+    pub fn try_open(
+        &self,
+        table: &str,
+        csv: &str,
+        types: Types<'_>,
+        description: &str,
+    ) -> dpkit_query::Result<QueryEngine> {
         let dir = folder(self.name());
         let file = dir.join(format!("{table}.csv"));
         // No blank line at the end: PostgreSQL's COPY reads one as a row.
@@ -70,7 +82,6 @@ impl Place<'_> {
             _ => format!("{source}\nsource_table = \"{table}\""),
         };
         QueryEngine::open(in_database(description, &source, &dir))
-            .unwrap_or_else(|e| panic!("{}: cannot open {table}: {e}", self.name()))
     }
 }
 

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch};
+use datafusion::arrow::array::{
+    Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StructArray,
+};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::util::display::array_value_to_string;
@@ -310,9 +312,14 @@ impl QueryEngine {
             })?;
             let schema = query.plan.schema().inner().clone();
             let batch = backend.run(remote, schema, self.limits.timeout)?;
-            return Ok(ExactGroups::merged_with_histograms(groups_of(
-                &batch, query,
-            )?));
+            let mut rows = groups_of(&batch, query)?;
+            // A query without GROUP BY has one group, even of no rows; a
+            // database that groups by a quantile's cell returns none then.
+            if query.group_names.is_empty() && rows.is_empty() {
+                let measured = query.measurements.len();
+                rows.push((Vec::new(), vec![0.0; measured], vec![Vec::new(); measured]));
+            }
+            return Ok(ExactGroups::merged_with_histograms(rows));
         }
         if let Some(file) = &self.source_file
             && !file.is_file()
@@ -611,6 +618,10 @@ impl MeasuredColumn<'_> {
                     return Ok((0.0, Vec::new()));
                 }
                 let list = lists.value(row);
+                // A database counts each cell itself (see backend::rows).
+                if let Some(pairs) = list.as_any().downcast_ref::<StructArray>() {
+                    return counted_cells(pairs);
+                }
                 let indices = list
                     .as_any()
                     .downcast_ref::<Int64Array>()
@@ -639,6 +650,33 @@ fn cells_of(indices: &Int64Array) -> (f64, Cells) {
         }
     }
     (sorted.len() as f64, cells)
+}
+
+/// Cells a database counted, as (cell, count) pairs: the non-empty cells
+/// with their counts, in cell order, and how many values they hold.
+fn counted_cells(pairs: &StructArray) -> Result<(f64, Cells)> {
+    let column = |i: usize| {
+        pairs
+            .column(i)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .ok_or_else(|| result_error("cell counts"))
+    };
+    let (cells, counts) = (column(0)?, column(1)?);
+    let mut pairs: Cells = Vec::with_capacity(cells.len());
+    for (cell, count) in cells.iter().zip(counts.iter()) {
+        let (Some(cell), Some(count)) = (cell, count) else {
+            continue;
+        };
+        let (Ok(cell), Ok(count)) = (usize::try_from(cell), u64::try_from(count)) else {
+            return Err(result_error("a negative cell or count"));
+        };
+        pairs.push((cell, count));
+    }
+    let mut counted: Cells = Vec::new();
+    crate::release::add_counts(&mut counted, &pairs);
+    let total = counted.iter().map(|&(_, count)| count as f64).sum();
+    Ok((total, counted))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

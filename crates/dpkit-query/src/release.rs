@@ -61,8 +61,10 @@ impl ExactGroups {
                     for (total, value) in merged.values[at].iter_mut().zip(values) {
                         *total += value;
                     }
+                    // Put together here, put in order once at the end: a
+                    // database sends a group's cells one row each.
                     for (total, counts) in merged.histograms[at].iter_mut().zip(histograms) {
-                        add_counts(total, &counts);
+                        total.extend_from_slice(&counts);
                     }
                 }
                 None => {
@@ -73,6 +75,11 @@ impl ExactGroups {
                 }
             }
         }
+        for histograms in &mut merged.histograms {
+            for cells in histograms {
+                add_counts(cells, &[]);
+            }
+        }
         merged
     }
 }
@@ -81,7 +88,7 @@ impl ExactGroups {
 pub type Cells = Vec<(usize, u64)>;
 
 /// Adds `counts` into `total` cell by cell.
-fn add_counts(total: &mut Cells, counts: &[(usize, u64)]) {
+pub(crate) fn add_counts(total: &mut Cells, counts: &[(usize, u64)]) {
     total.extend_from_slice(counts);
     total.sort_unstable_by_key(|&(cell, _)| cell);
     total.dedup_by(|later, kept| {

@@ -42,7 +42,7 @@ pub(crate) enum Sqlite {
     },
     /// `dpkit_exact_sum` on the grid `2^exponent`.
     ExactSum { name: String, exponent: i32 },
-    /// A group's quantile cells, as `1,2,3` text.
+    /// A group's quantile cells, as `cell:count` pairs (`1:40,2:3`).
     Cells { name: String },
 }
 
@@ -239,25 +239,38 @@ impl Aggregate<RowSum, Option<f64>> for ExactSumAggregate {
     }
 }
 
-/// A group's cell indices, as `1,2,3` text (NULLs skipped).
+/// A group's quantile cells, counted as they come (at most one entry per
+/// cell of the public grid, whatever the number of rows), as `cell:count`
+/// pairs: a list of every row's cell would grow with the group until it
+/// met SQLite's limit on a value's size, a threshold one row could cross.
 struct CellsAggregate;
 
-impl Aggregate<String, String> for CellsAggregate {
-    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<String> {
-        Ok(String::new())
+impl Aggregate<std::collections::BTreeMap<i64, u64>, String> for CellsAggregate {
+    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<std::collections::BTreeMap<i64, u64>> {
+        Ok(std::collections::BTreeMap::new())
     }
 
-    fn step(&self, context: &mut Context<'_>, cells: &mut String) -> rusqlite::Result<()> {
+    fn step(
+        &self,
+        context: &mut Context<'_>,
+        cells: &mut std::collections::BTreeMap<i64, u64>,
+    ) -> rusqlite::Result<()> {
         if let ValueRef::Integer(i) = context.get_raw(0) {
-            if !cells.is_empty() {
-                cells.push(',');
-            }
-            cells.push_str(&i.to_string());
+            *cells.entry(i).or_insert(0) += 1;
         }
         Ok(())
     }
 
-    fn finalize(&self, _: &mut Context<'_>, cells: Option<String>) -> rusqlite::Result<String> {
-        Ok(cells.unwrap_or_default())
+    fn finalize(
+        &self,
+        _: &mut Context<'_>,
+        cells: Option<std::collections::BTreeMap<i64, u64>>,
+    ) -> rusqlite::Result<String> {
+        let pairs: Vec<String> = cells
+            .unwrap_or_default()
+            .iter()
+            .map(|(cell, count)| format!("{cell}:{count}"))
+            .collect();
+        Ok(pairs.join(","))
     }
 }

@@ -71,10 +71,13 @@ impl PlaceholderAggregate {
         }
     }
 
-    /// A group's quantile cells (SQLite: their indices as `1,2,3` text).
-    pub(crate) fn cells() -> Self {
+    /// A group's quantile cells, as `cell:count` pairs: `dpkit_cells` on
+    /// SQLite (counted in dpkit's code); on PostgreSQL and Spark,
+    /// `dpkit_cell_count` (the cell is a group key, see `sql`) or
+    /// `dpkit_cell_list` (each value's cell, counted 1).
+    pub(crate) fn cells(name: &str) -> Self {
         Self {
-            name: "dpkit_cells".into(),
+            name: name.into(),
             returns: DataType::List(std::sync::Arc::new(Field::new_list_field(
                 DataType::Int64,
                 true,

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, RecordBatch, StringBuilder,
+    ArrayBuilder, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, RecordBatch,
+    StringBuilder, StructBuilder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
@@ -43,8 +44,9 @@ enum Column {
     Real(Float64Builder),
     Text(StringBuilder),
     Boolean(BooleanBuilder),
-    /// A quantile's cell indices: text `1,2,3` (SQLite) or `{1,2,3}` (PostgreSQL).
-    Cells(ListBuilder<Int64Builder>),
+    /// A quantile's cells and how many values each holds: text
+    /// `cell:count` pairs, `1:40,2:3`, as a list of (cell, count).
+    Cells(ListBuilder<StructBuilder>),
 }
 
 impl Rows {
@@ -63,7 +65,7 @@ impl Rows {
                 }
                 DataType::Boolean => Ok(Column::Boolean(BooleanBuilder::new())),
                 DataType::List(item) if item.data_type() == &DataType::Int64 => {
-                    Ok(Column::Cells(ListBuilder::new(Int64Builder::new())))
+                    Ok(Column::Cells(ListBuilder::new(cell_counts())))
                 }
                 _ => Err(shape_error()),
             })
@@ -101,8 +103,11 @@ impl Rows {
             (Column::Text(b), Cell::Text(text)) => b.append_value(text),
             (Column::Boolean(b), cell) => b.append_value(boolean(cell)?),
             (Column::Cells(b), Cell::Text(text)) => {
-                for index in cell_indices(text)? {
-                    b.values().append_value(index);
+                for (cell, count) in cell_counts_of(text)? {
+                    let pairs = b.values();
+                    append_integer(pairs, 0, cell)?;
+                    append_integer(pairs, 1, count)?;
+                    pairs.append(true);
                 }
                 b.append(true);
             }
@@ -165,15 +170,37 @@ fn boolean(cell: Cell<'_>) -> Result<bool> {
     }
 }
 
-/// `1,2,3` or `{1,2,3}` as integers (an empty list is empty).
-fn cell_indices(text: &str) -> Result<Vec<i64>> {
-    let inner = text.trim_start_matches('{').trim_end_matches('}');
-    if inner.is_empty() {
+/// The builder of a list item: a cell and how many values it holds (the
+/// engine reads such lists as counted cells, see `engine::groups_of`).
+fn cell_counts() -> StructBuilder {
+    let fields = vec![
+        Field::new("cell", DataType::Int64, false),
+        Field::new("count", DataType::Int64, false),
+    ];
+    let builders: Vec<Box<dyn ArrayBuilder>> =
+        vec![Box::new(Int64Builder::new()), Box::new(Int64Builder::new())];
+    StructBuilder::new(fields, builders)
+}
+
+fn append_integer(pairs: &mut StructBuilder, field: usize, value: i64) -> Result<()> {
+    pairs
+        .field_builder::<Int64Builder>(field)
+        .ok_or_else(shape_error)?
+        .append_value(value);
+    Ok(())
+}
+
+/// `1:40,2:3` as (cell, count) pairs (an empty text has none).
+fn cell_counts_of(text: &str) -> Result<Vec<(i64, i64)>> {
+    if text.is_empty() {
         return Ok(Vec::new());
     }
-    inner
-        .split(',')
-        .map(|i| i.trim().parse().map_err(|_| shape_error()))
+    text.split(',')
+        .map(|pair| {
+            let (cell, count) = pair.split_once(':').ok_or_else(shape_error)?;
+            let number = |n: &str| n.trim().parse::<i64>().map_err(|_| shape_error());
+            Ok((number(cell)?, number(count)?))
+        })
         .collect()
 }
 
@@ -197,7 +224,7 @@ mod tests {
             Cell::Text("Male"),
             Cell::Text("42"),
             Cell::Text("-Infinity"),
-            Cell::Text("{3,1}"),
+            Cell::Text("3:2,1:5"),
         ]
         .into_iter()
         .enumerate()
@@ -220,7 +247,16 @@ mod tests {
         assert!(batch.column(0).is_null(1));
         assert_eq!(batch.column(1).as_primitive::<Int64Type>().value(0), 42);
         let lists = batch.column(3).as_list::<i32>();
-        assert_eq!(lists.value(0).as_primitive::<Int64Type>().values(), &[3, 1]);
+        let pairs = lists.value(0);
+        let pairs = pairs.as_struct();
+        assert_eq!(
+            pairs.column(0).as_primitive::<Int64Type>().values(),
+            &[3, 1]
+        );
+        assert_eq!(
+            pairs.column(1).as_primitive::<Int64Type>().values(),
+            &[2, 5]
+        );
         assert_eq!(lists.value(1).len(), 0);
     }
 

@@ -136,11 +136,24 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
     let args: Vec<String> = list.args.iter().map(|a| format!("({a})")).collect();
     let a = |i: usize| args.get(i).cloned().unwrap_or_default();
     let double = flavour.double();
+    let text = if flavour == Flavour::Spark {
+        "STRING"
+    } else {
+        "TEXT"
+    };
     match (name.as_str(), flavour) {
-        // Quantile cells come back as `1,2,3` text, as from SQLite.
-        ("array_agg", Flavour::Postgres) => Some(format!("array_to_string({function}, ',')")),
-        ("array_agg", Flavour::Spark) => Some(format!(
-            "concat_ws(',', collect_list(CAST({} AS STRING)))",
+        // Quantile cells come back as `cell:count` text, as from SQLite:
+        // one pair per row when the cell is a group key (`sql::cells_by_group`),
+        // else each value's cell counted 1. `||` keeps a NULL cell NULL.
+        ("dpkit_cell_count", _) => Some(format!(
+            "(CAST({} AS {text}) || ':' || CAST(COUNT(*) AS {text}))",
+            a(0)
+        )),
+        ("dpkit_cell_list", Flavour::Postgres) => {
+            Some(format!("string_agg(CAST({} AS TEXT) || ':1', ',')", a(0)))
+        }
+        ("dpkit_cell_list", Flavour::Spark) => Some(format!(
+            "concat_ws(',', collect_list(CAST({} AS STRING) || ':1'))",
             a(0)
         )),
         // An explicit cast to `varchar(n)` cuts to n characters, as SUBSTR

@@ -238,7 +238,9 @@ impl Translation {
             };
             named.transform_data(|e| e.transform_up(|e| self.expr(e, &schema).map_err(refusal)))
         })?;
-        mapped.transform_data(|node| one_zero_per_key(node, &schema))
+        mapped
+            .transform_data(|node| one_zero_per_key(node, &schema))?
+            .transform_data(cells_by_group)
     }
 
     fn expr(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -311,10 +313,11 @@ impl Translation {
         match name.as_str() {
             "count" => Ok(Transformed::no(Expr::AggregateFunction(aggregate))),
             "array_agg" if self.flavour != Flavour::Sqlite => {
-                Ok(Transformed::no(Expr::AggregateFunction(aggregate)))
+                let placeholder = PlaceholderAggregate::cells(CELL_COUNT);
+                Ok(Transformed::yes(placeholder_call(placeholder, aggregate)))
             }
             "array_agg" => {
-                let placeholder = PlaceholderAggregate::cells();
+                let placeholder = PlaceholderAggregate::cells("dpkit_cells");
                 self.functions.push(Sqlite::Cells {
                     name: placeholder.name().to_string(),
                 });
@@ -383,6 +386,82 @@ fn one_zero_per_key(node: LogicalPlan, schema: &DFSchema) -> Step<LogicalPlan> {
     } else {
         Transformed::no(node)
     })
+}
+
+/// A quantile's cells counted by the database, as a group key: its cell.
+const CELL_COUNT: &str = "dpkit_cell_count";
+
+/// PostgreSQL and Spark count a quantile's values per cell by grouping
+/// them by their cell too, so each result row holds one cell and its count
+/// (`dpkit_cell_count`), and dpkit adds the rows of a group together
+/// (`ExactGroups::merged_with_histograms`). A list of every value's cell
+/// would grow with the group until it met PostgreSQL's limit on an array
+/// (2^27 values) or a Spark executor's memory: a failure one row could
+/// bring about. This needs one cell expression (a query's quantiles all of
+/// one argument) and no `COUNT(DISTINCT id)`, which rows of one group by
+/// cell cannot add up; otherwise every value's cell is listed, counted 1
+/// (`dpkit_cell_list`).
+fn cells_by_group(node: LogicalPlan) -> Step<LogicalPlan> {
+    let LogicalPlan::Aggregate(mut aggregate) = node else {
+        return Ok(Transformed::no(node));
+    };
+    let mut cells: Vec<Expr> = Vec::new();
+    let mut distinct = false;
+    for expr in &aggregate.aggr_expr {
+        let _ = expr.apply(|e| {
+            if let Expr::AggregateFunction(f) = e {
+                distinct |= f.params.distinct;
+                if f.func.name() == CELL_COUNT && !cells.contains(&f.params.args[0]) {
+                    cells.push(f.params.args[0].clone());
+                }
+            }
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        });
+    }
+    if cells.is_empty() {
+        return Ok(Transformed::no(LogicalPlan::Aggregate(aggregate)));
+    }
+    let [cell] = cells.as_slice() else {
+        return list_every_cell(aggregate);
+    };
+    if distinct {
+        return list_every_cell(aggregate);
+    }
+    let outputs: Vec<Expr> = aggregate
+        .schema
+        .columns()
+        .into_iter()
+        .map(Expr::Column)
+        .collect();
+    aggregate
+        .group_expr
+        .push(cell.clone().alias("__dpkit_cell"));
+    let grouped = datafusion::logical_expr::LogicalPlanBuilder::from(LogicalPlan::Aggregate(
+        datafusion::logical_expr::Aggregate::try_new(
+            aggregate.input,
+            aggregate.group_expr,
+            aggregate.aggr_expr,
+        )?,
+    ))
+    .project(outputs)?
+    .build()?;
+    Ok(Transformed::yes(grouped))
+}
+
+/// The fallback of [`cells_by_group`]: every value's cell, listed.
+fn list_every_cell(mut aggregate: datafusion::logical_expr::Aggregate) -> Step<LogicalPlan> {
+    for expr in &mut aggregate.aggr_expr {
+        let renamed = std::mem::replace(expr, Expr::Literal(ScalarValue::Null, None))
+            .transform(|e| match e {
+                Expr::AggregateFunction(f) if f.func.name() == CELL_COUNT => Ok(Transformed::yes(
+                    placeholder_call(PlaceholderAggregate::cells("dpkit_cell_list"), f),
+                )),
+                other => Ok(Transformed::no(other)),
+            })?
+            .data;
+        *expr = renamed;
+    }
+    Ok(Transformed::yes(LogicalPlan::Aggregate(aggregate)))
 }
 
 /// The schema a node's expressions are written over.

@@ -164,6 +164,13 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
             a(0),
             crate::source::MAX_TEXT_CHARS
         )),
+        // Spark's octet_length reads a stored size; a value of at most so
+        // many bytes has at most so many characters, and is its own cut.
+        ("dpkit_cut_text", Flavour::Spark) => Some(format!(
+            "CASE WHEN octet_length({x}) <= {n} THEN {x} ELSE SUBSTR({x}, 1, {n}) END",
+            x = a(0),
+            n = crate::source::MAX_TEXT_CHARS
+        )),
         ("dpkit_cut_text", _) => Some(format!(
             "SUBSTR({}, 1, {})",
             a(0),
@@ -333,12 +340,13 @@ fn sqlite_clamp(v: &str, low: &str, high: &str, centre: Option<&String>) -> Stri
 /// (whose result is a `bigint` in Spark), as the engine saturates at the
 /// ends of `i64`, and a value that is not finite adds none; unless the name
 /// says they are bounded (`dpkit_bounded_sum_m<k>`: a clamp to finite
-/// bounds, whose steps are within ±2^62). They are summed in an exact type
-/// (PostgreSQL's `SUM` of `bigint` is `numeric`; Spark's is cast to
-/// `DECIMAL(38,0)`, which cannot overflow either). A group whose values are
-/// all NULL sums to 0 steps, as in the engine: SQL's `SUM` gives NULL,
-/// which `GREATEST` would skip, turning it into the lowest total. The
-/// total is kept within ±2^53 steps, then scaled.
+/// bounds, whose steps are within ±2^32). They are summed in an exact type:
+/// PostgreSQL's `SUM` of `bigint` is `numeric`; Spark sums bounded steps in
+/// two `bigint`s, their high and their low 16 bits, which cannot overflow
+/// before 2^47 rows in a group, and others in `DECIMAL(38,0)`. A group
+/// whose values are all NULL sums to 0 steps, as in the engine: SQL's `SUM`
+/// gives NULL, which `GREATEST` would skip, turning it into the lowest
+/// total. The total is kept within ±2^53 steps, then scaled.
 fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
     let (exponent, bounded) = super::placeholder::exact_sum_exponent(name)?;
     let double = flavour.double();
@@ -360,8 +368,14 @@ fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
         )
     };
     let steps = format!("CAST(FLOOR({kept}) AS BIGINT)");
-    let summed = match flavour {
-        Flavour::Spark => format!("SUM(CAST({steps} AS DECIMAL(38,0)))"),
+    let summed = match (flavour, bounded) {
+        // `shiftright` keeps the sign, so steps = high · 2^16 + low. Spark
+        // adds `bigint`s as Java longs, but `DECIMAL(38,0)` as BigDecimal:
+        // the private query took 3x the plain one with the latter.
+        (Flavour::Spark, true) => format!(
+            "(CAST(SUM(shiftright({steps}, 16)) AS DECIMAL(38,0)) * 65536 + SUM({steps} & 65535))"
+        ),
+        (Flavour::Spark, false) => format!("SUM(CAST({steps} AS DECIMAL(38,0)))"),
         _ => format!("SUM({steps})"),
     };
     Some(format!(

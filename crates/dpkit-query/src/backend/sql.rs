@@ -330,8 +330,9 @@ impl Translation {
 
 /// Whether every value of `value` is a clamp to finite literal bounds (or
 /// the square of one, see `planned`) whose grid steps (on the grid
-/// `2^exponent`) lie well within `bigint`, so that a database need not
-/// saturate them row by row.
+/// `2^exponent`) lie within ±2^32 (with 2^30 steps per bound, every bound
+/// below 2^31), so that a database need not saturate them row by row and
+/// Spark can add them as two `bigint`s.
 fn steps_fit(value: &Expr, exponent: i32) -> bool {
     let Expr::ScalarFunction(function) = value else {
         return false;
@@ -341,7 +342,7 @@ fn steps_fit(value: &Expr, exponent: i32) -> bool {
         ("dpkit_square", [clamp]) => clamp_reach(clamp).map(|r| r * r),
         _ => None,
     };
-    reach.is_some_and(|reach| reach * 2f64.powi(-exponent) < 2f64.powi(62))
+    reach.is_some_and(|reach| reach * 2f64.powi(-exponent) <= 2f64.powi(32))
 }
 
 /// The largest magnitude of `dpkit_clamp(v, low, high[, centre])`.

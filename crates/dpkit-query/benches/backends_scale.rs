@@ -25,10 +25,8 @@ use std::hint::black_box;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Instant;
 
-use dpkit_core::rng::SecureRng;
-use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_query::{Description, QueryEngine};
 use generated::GROUPS;
 
 const PLAIN: &str = "SELECT region, COUNT(*) AS n, AVG(value) AS mean FROM t GROUP BY region";
@@ -37,60 +35,14 @@ fn description(source: &str, base: &Path) -> Description {
     Description::from_toml(&generated::description_text(source), base).unwrap()
 }
 
-fn median(mut times: Vec<f64>) -> f64 {
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
-/// Median seconds of `plain` and of dpkit's private answer, alternating,
-/// after one warm-up round.
-fn measure(engine: &QueryEngine, repeats: usize, mut plain: impl FnMut() -> f64) -> (f64, f64) {
-    let ledger_path =
-        std::env::temp_dir().join(format!("dpkit-bench-scale-{}.sqlite", std::process::id()));
-    let _ = std::fs::remove_file(&ledger_path);
-    let ledger = Ledger::open(&ledger_path, 1000.0, 0.0).unwrap();
-    let settings = ReleaseSettings {
-        epsilon: 1.0,
-        delta: 0.0,
-        mechanism: MechanismChoice::Auto,
-        confidence: 0.95,
-    };
-    let mut rng = SecureRng::from_os().unwrap();
-    let (mut plain_times, mut private_times) = (Vec::new(), Vec::new());
-    for round in 0..=repeats {
-        let plain_time = plain();
-        let start = Instant::now();
-        black_box(engine.answer(PLAIN, &settings, &ledger, &mut rng).unwrap());
-        let private_time = start.elapsed().as_secs_f64();
-        if round > 0 {
-            plain_times.push(plain_time);
-            private_times.push(private_time);
-        }
-    }
-    let _ = std::fs::remove_file(&ledger_path);
-    (median(plain_times), median(private_times))
-}
-
-/// Seconds `work` takes.
-fn timed(work: impl FnOnce()) -> f64 {
-    let start = Instant::now();
-    work();
-    start.elapsed().as_secs_f64()
-}
-
 fn embedded(count: usize, repeats: usize) -> (f64, f64) {
     let partitions = std::thread::available_parallelism().map_or(2, |n| n.get());
     let table = generated::table(count, partitions);
     let engine =
         QueryEngine::with_table(description("file = \"generated\"", Path::new(".")), table)
             .unwrap();
-    measure(&engine, repeats, || {
-        timed(|| {
-            let batches = engine
-                .block_on(async { engine.session().sql(PLAIN).await?.collect().await })
-                .unwrap();
-            black_box(batches);
-        })
+    generated::measure(&engine, PLAIN, repeats, || {
+        generated::datafusion_seconds(&engine, PLAIN)
     })
 }
 
@@ -114,8 +66,8 @@ fn sqlite(count: usize, repeats: usize) -> (f64, f64) {
     }
     transaction.commit().unwrap();
     let engine = QueryEngine::open(description("sqlite = \"t.sqlite\"", &folder)).unwrap();
-    let times = measure(&engine, repeats, || {
-        timed(|| {
+    let times = generated::measure(&engine, PLAIN, repeats, || {
+        generated::timed(|| {
             let mut statement = connection.prepare_cached(PLAIN).unwrap();
             let groups: Vec<(String, i64, f64)> = statement
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -148,8 +100,8 @@ fn postgres(server: &postgres::Postgres, count: usize, repeats: usize) -> (f64, 
         ))
         .unwrap();
     runtime.spawn(connection);
-    measure(&engine, repeats, || {
-        timed(|| {
+    generated::measure(&engine, PLAIN, repeats, || {
+        generated::timed(|| {
             black_box(runtime.block_on(client.query(PLAIN, &[])).unwrap());
         })
     })
@@ -213,7 +165,7 @@ fn spark(cluster: &spark::Spark, client: &mut PySpark, count: usize, repeats: us
     ));
     let source = format!("spark = \"{}\"", cluster.address());
     let engine = QueryEngine::open(description(&source, &cluster.folder)).unwrap();
-    measure(&engine, repeats, || client.seconds(PLAIN))
+    generated::measure(&engine, PLAIN, repeats, || client.seconds(PLAIN))
 }
 
 fn main() {

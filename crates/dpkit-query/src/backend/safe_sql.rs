@@ -149,7 +149,8 @@ impl CastTo for Expr {
     }
 }
 
-fn comparison(op: Operator) -> bool {
+/// Operators every database computes as DataFusion does, without failing.
+pub(crate) fn comparison(op: Operator) -> bool {
     matches!(
         op,
         Operator::And

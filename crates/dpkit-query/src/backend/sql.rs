@@ -21,9 +21,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
-use datafusion::logical_expr::{
-    AggregateUDFImpl, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator,
-};
+use datafusion::logical_expr::{AggregateUDFImpl, BinaryExpr, Expr, ExprSchemable, LogicalPlan};
 use datafusion::sql::unparser::Unparser;
 
 use super::bridge::Sqlite;
@@ -273,17 +271,7 @@ impl Translation {
                 false
             }
             Expr::ScalarFunction(_) | Expr::Cast(_) | Expr::TryCast(_) | Expr::Like(_) => true,
-            Expr::BinaryExpr(BinaryExpr { op, .. }) => !matches!(
-                op,
-                Operator::And
-                    | Operator::Or
-                    | Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-            ),
+            Expr::BinaryExpr(BinaryExpr { op, .. }) => !super::safe_sql::comparison(*op),
             Expr::Negative(_) => true,
             _ => false,
         };

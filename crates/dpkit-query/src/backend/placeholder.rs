@@ -73,8 +73,7 @@ impl PlaceholderAggregate {
 
     /// A group's quantile cells, as `cell:count` pairs: `dpkit_cells` on
     /// SQLite (counted in dpkit's code); on PostgreSQL and Spark,
-    /// `dpkit_cell_count` (the cell is a group key, see `sql`) or
-    /// `dpkit_cell_list` (each value's cell, counted 1).
+    /// `dpkit_cell_count` (the cell is a group key, see `sql`).
     pub(crate) fn cells(name: &str) -> Self {
         Self {
             name: name.into(),

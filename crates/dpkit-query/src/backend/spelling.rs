@@ -9,7 +9,7 @@ use datafusion::sql::sqlparser::dialect::{
     Dialect, PostgreSqlDialect, SQLiteDialect, SparkSqlDialect,
 };
 use datafusion::sql::sqlparser::parser::Parser;
-use datafusion::sql::sqlparser::tokenizer::Token;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::sql::Flavour;
 use crate::error::{QueryError, Result};
@@ -19,36 +19,46 @@ use crate::error::{QueryError, Result};
 const MAX_ROW_STEPS: &str = "9223372036854774784";
 /// The total is kept within ±2^53 steps, as in [`crate::exact_sum`].
 const MAX_STEPS: &str = "9007199254740992";
+/// The longest spelling of one expression (nested spellings included).
+const MAX_SPELLED_BYTES: usize = 1 << 20;
 /// `bigint`'s range.
 const BIGINT: (&str, &str) = ("-9223372036854775808", "9223372036854775807");
 
 /// Step 3: dpkit's functions spelled in the database's SQL, on the tree.
+/// Text literals are written first: each spelling prints its arguments and
+/// reads them back.
 pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<()> {
-    let mut failure = None;
-    let _ = ast::visit_expressions_mut(statement, |expr| {
-        if let ast::Expr::Function(function) = expr
-            && let Some(text) = spelling(function, flavour)
-        {
-            match parse(&text, flavour) {
-                Ok(spelled) => *expr = spelled,
-                Err(error) => {
-                    failure = Some(error);
-                    return std::ops::ControlFlow::Break(());
-                }
+    rewrite(statement, |expr| literal(expr, flavour))?;
+    rewrite(statement, |expr| match expr {
+        ast::Expr::Function(function) => spelling(function, flavour).map(|text| {
+            // Some spellings use an argument twice, so nesting could double
+            // the text at each level: refused, free, past a size.
+            if text.len() > MAX_SPELLED_BYTES {
+                return Err(QueryError::NotPrivate(format!(
+                    "the query's expressions are too deeply nested to write for {}",
+                    flavour.name()
+                )));
             }
-        }
-        std::ops::ControlFlow::Continue(())
-    });
-    if let Some(error) = failure {
-        return Err(error);
-    }
+            parse(&text, flavour)
+        }),
+        _ => None,
+    })?;
     if flavour == Flavour::Sqlite {
         return Ok(());
     }
+    rewrite(statement, |expr| double_literal(expr, flavour))
+}
+
+/// Replaces each expression `change` has a replacement for (post-order,
+/// so arguments are already replaced); stops at the first failure.
+fn rewrite(
+    statement: &mut ast::Statement,
+    mut change: impl FnMut(&ast::Expr) -> Option<Result<ast::Expr>>,
+) -> Result<()> {
     let mut failure = None;
     let _ = ast::visit_expressions_mut(statement, |expr| {
-        match double_literal(expr, flavour).or_else(|| spark_text(expr, flavour)) {
-            Some(Ok(literal)) => *expr = literal,
+        match change(expr) {
+            Some(Ok(replacement)) => *expr = replacement,
             Some(Err(error)) => {
                 failure = Some(error);
                 return std::ops::ControlFlow::Break(());
@@ -60,23 +70,64 @@ pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<
     failure.map_or(Ok(()), Err)
 }
 
-/// A text literal with a backslash, for Spark, whose string literals read
-/// `\` as an escape: as the cast of its UTF-8 bytes in hexadecimal. Written
-/// as is, `'a\'` would open a string that the SQL's next quote closes, and
-/// an analyst's literals could then write SQL of their own. (sqlparser's
-/// Spark dialect, which reads each spelling here, takes `\` literally.)
-fn spark_text(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
+/// A literal as every database reads it.
+///
+/// Text: sqlparser's printer leaves a quote after a backslash, and a pair
+/// of quotes, as they are (it takes them for escapes already written). The
+/// value `x\' OR …` would be printed `'x\' OR …'`, which SQLite and
+/// PostgreSQL read as `'x\'` followed by SQL of the analyst's own, and the
+/// value `a''b` would be read as `a'b`. Spark also reads `\` as an escape
+/// and substitutes `${…}` anywhere in the text. So text with a backslash or
+/// a quote is written as pieces without either, joined by `char(92)` and
+/// `char(39)` (`chr` on PostgreSQL), and on Spark text with a backslash, a
+/// quote or a dollar sign as the cast of its UTF-8 bytes in hexadecimal.
+///
+/// Infinite doubles, which the unparser prints `inf`, are `9e999` on
+/// SQLite (the other databases refuse them, see `safe_sql`).
+fn literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
     let ast::Expr::Value(value) = expr else {
         return None;
     };
-    let ast::Value::SingleQuotedString(text) = &value.value else {
-        return None;
+    let text = match &value.value {
+        ast::Value::SingleQuotedString(text) => text,
+        ast::Value::Number(n, _) if flavour == Flavour::Sqlite && n.ends_with("inf") => {
+            return Some(parse(&n.replace("inf", "9e999"), flavour));
+        }
+        _ => return None,
     };
-    if flavour != Flavour::Spark || !text.contains('\\') {
-        return None;
+    let written = match flavour {
+        Flavour::Spark if text.contains(['\\', '\'', '$']) => {
+            let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
+            format!("CAST(X'{hex}' AS STRING)")
+        }
+        Flavour::Sqlite | Flavour::Postgres if !text.contains(['\\', '\'']) => return None,
+        Flavour::Sqlite => joined(text, "char"),
+        Flavour::Postgres => joined(text, "chr"),
+        Flavour::Spark => return None,
+    };
+    Some(parse(&written, flavour))
+}
+
+/// `text` as its pieces without a backslash or a quote, joined by
+/// `function(92)` and `function(39)`, which return those characters.
+fn joined(text: &str, function: &str) -> String {
+    let mut parts = Vec::new();
+    let mut piece = String::new();
+    for c in text.chars() {
+        if c == '\\' || c == '\'' {
+            if !piece.is_empty() {
+                parts.push(format!("'{piece}'"));
+                piece.clear();
+            }
+            parts.push(format!("{function}({})", u32::from(c)));
+        } else {
+            piece.push(c);
+        }
     }
-    let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
-    Some(parse(&format!("CAST(X'{hex}' AS STRING)"), flavour))
+    if !piece.is_empty() || parts.is_empty() {
+        parts.push(format!("'{piece}'"));
+    }
+    format!("({})", parts.join(" || "))
 }
 
 /// A number with a point or an exponent (a `Float64` literal, as the
@@ -101,12 +152,60 @@ fn double_literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr
     ))
 }
 
-fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
-    let dialect: &dyn Dialect = match flavour {
+/// sqlparser's reading of `flavour`'s SQL.
+fn dialect(flavour: Flavour) -> &'static dyn Dialect {
+    match flavour {
         Flavour::Sqlite => &SQLiteDialect {},
         Flavour::Postgres => &PostgreSqlDialect {},
         Flavour::Spark => &SparkSqlDialect {},
+    }
+}
+
+/// The SQL sent has nothing a database could read differently from
+/// sqlparser's printer, which wrote it:
+/// - no backslash (an escape to Spark, and to the printer before a quote:
+///   text literals are written without one, see [`literal`]);
+/// - no NUL (SQLite stops reading at one);
+/// - on Spark, no dollar sign (it substitutes `${…}` before parsing);
+/// - no quoted name holding a quote, nor text: the printer leaves a
+///   pair of quotes as it is, so the names `a"b` and `a""b` would be sent
+///   as one name.
+///
+/// What is left could only be in a name (the analyst's aliases are sent),
+/// and is refused.
+pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
+    let refused = || {
+        QueryError::NotPrivate(format!(
+            "a name with a quote, a backslash or a NUL{} cannot be sent to {}",
+            if flavour == Flavour::Spark {
+                " (or a dollar sign)"
+            } else {
+                ""
+            },
+            flavour.name()
+        ))
     };
+    if sql.contains(['\\', '\0']) || (flavour == Flavour::Spark && sql.contains('$')) {
+        return Err(refused());
+    }
+    let tokens = Tokenizer::new(dialect(flavour), sql)
+        .tokenize()
+        .map_err(|_| refused())?;
+    let quoted_twice = |token: &Token| match token {
+        Token::Word(word) => word
+            .quote_style
+            .is_some_and(|q| word.value.contains([q, '"', '`', ']'])),
+        Token::SingleQuotedString(text) => text.contains('\''),
+        _ => false,
+    };
+    match tokens.iter().any(quoted_twice) {
+        true => Err(refused()),
+        false => Ok(()),
+    }
+}
+
+fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
+    let dialect = dialect(flavour);
     let failed =
         |e: String| QueryError::Sql(format!("cannot write the plan for {}: {e}", flavour.name()));
     let mut parser = Parser::new(dialect)
@@ -143,17 +242,10 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
     };
     match (name.as_str(), flavour) {
         // Quantile cells come back as `cell:count` text, as from SQLite:
-        // one pair per row when the cell is a group key (`sql::cells_by_group`),
-        // else each value's cell counted 1. `||` keeps a NULL cell NULL.
+        // one pair per row, the cell being a group key (`sql::cells_by_group`).
+        // `||` keeps a NULL cell NULL.
         ("dpkit_cell_count", _) => Some(format!(
             "(CAST({} AS {text}) || ':' || CAST(COUNT(*) AS {text}))",
-            a(0)
-        )),
-        ("dpkit_cell_list", Flavour::Postgres) => {
-            Some(format!("string_agg(CAST({} AS TEXT) || ':1', ',')", a(0)))
-        }
-        ("dpkit_cell_list", Flavour::Spark) => Some(format!(
-            "concat_ws(',', collect_list(CAST({} AS STRING) || ':1'))",
             a(0)
         )),
         // An explicit cast to `varchar(n)` cuts to n characters, as SUBSTR

@@ -146,12 +146,14 @@ pub(crate) fn remote_plan(
         .data;
     let mut statement = unparse(&mapped, flavour)?;
     super::spelling::spell(&mut statement, flavour)?;
+    let sql = format!(
+        "WITH {} AS ({source}) {statement}",
+        flavour.quote(raw_table)
+    );
+    super::spelling::unambiguous(&sql, flavour)?;
     Ok(RemotePlan {
         flavour,
-        sql: format!(
-            "WITH {} AS ({source}) {statement}",
-            flavour.quote(raw_table)
-        ),
+        sql,
         functions: translation.functions,
     })
 }
@@ -238,7 +240,7 @@ impl Translation {
         })?;
         mapped
             .transform_data(|node| one_zero_per_key(node, &schema))?
-            .transform_data(cells_by_group)
+            .transform_data(|node| cells_by_group(node, flavour))
     }
 
     fn expr(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -380,17 +382,21 @@ fn one_zero_per_key(node: LogicalPlan, schema: &DFSchema) -> Step<LogicalPlan> {
 /// A quantile's cells counted by the database, as a group key: its cell.
 const CELL_COUNT: &str = "dpkit_cell_count";
 
+/// The queries with quantiles [`cells_by_group`] cannot count by cell.
+const QUANTILES_APART: &str = "a query with quantiles of two different expressions, \
+    or a quantile and COUNT(DISTINCT …),";
+
 /// PostgreSQL and Spark count a quantile's values per cell by grouping
 /// them by their cell too, so each result row holds one cell and its count
 /// (`dpkit_cell_count`), and dpkit adds the rows of a group together
 /// (`ExactGroups::merged_with_histograms`). A list of every value's cell
 /// would grow with the group until it met PostgreSQL's limit on an array
-/// (2^27 values) or a Spark executor's memory: a failure one row could
-/// bring about. This needs one cell expression (a query's quantiles all of
-/// one argument) and no `COUNT(DISTINCT id)`, which rows of one group by
-/// cell cannot add up; otherwise every value's cell is listed, counted 1
-/// (`dpkit_cell_list`).
-fn cells_by_group(node: LogicalPlan) -> Step<LogicalPlan> {
+/// (2^27 values) or a Spark executor's memory: a failure (or a crash,
+/// which is refunded as an I/O failure) one row could bring about. This
+/// needs one cell expression (a query's quantiles all of one argument) and
+/// no `COUNT(DISTINCT id)`, which rows of one group by cell cannot add up;
+/// other queries with quantiles are refused, free, at planning.
+fn cells_by_group(node: LogicalPlan, flavour: Flavour) -> Step<LogicalPlan> {
     let LogicalPlan::Aggregate(mut aggregate) = node else {
         return Ok(Transformed::no(node));
     };
@@ -411,10 +417,10 @@ fn cells_by_group(node: LogicalPlan) -> Step<LogicalPlan> {
         return Ok(Transformed::no(LogicalPlan::Aggregate(aggregate)));
     }
     let [cell] = cells.as_slice() else {
-        return list_every_cell(aggregate);
+        return Err(refusal(unavailable(flavour, QUANTILES_APART)));
     };
     if distinct {
-        return list_every_cell(aggregate);
+        return Err(refusal(unavailable(flavour, QUANTILES_APART)));
     }
     let outputs: Vec<Expr> = aggregate
         .schema
@@ -435,22 +441,6 @@ fn cells_by_group(node: LogicalPlan) -> Step<LogicalPlan> {
     .project(outputs)?
     .build()?;
     Ok(Transformed::yes(grouped))
-}
-
-/// The fallback of [`cells_by_group`]: every value's cell, listed.
-fn list_every_cell(mut aggregate: datafusion::logical_expr::Aggregate) -> Step<LogicalPlan> {
-    for expr in &mut aggregate.aggr_expr {
-        let renamed = std::mem::replace(expr, Expr::Literal(ScalarValue::Null, None))
-            .transform(|e| match e {
-                Expr::AggregateFunction(f) if f.func.name() == CELL_COUNT => Ok(Transformed::yes(
-                    placeholder_call(PlaceholderAggregate::cells("dpkit_cell_list"), f),
-                )),
-                other => Ok(Transformed::no(other)),
-            })?
-            .data;
-        *expr = renamed;
-    }
-    Ok(Transformed::yes(LogicalPlan::Aggregate(aggregate)))
 }
 
 /// The schema a node's expressions are written over.

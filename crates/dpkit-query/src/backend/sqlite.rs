@@ -19,6 +19,10 @@ use crate::error::{QueryError, Result};
 pub(crate) struct SqliteTable {
     connection: Mutex<Connection>,
     table: String,
+    /// Whether the table was STRICT when opened: every value then has its
+    /// column's declared type, so a column of the description's kind is
+    /// read as it is stored.
+    strict: bool,
 }
 
 /// How long a statement waits for a writer's lock before it fails.
@@ -43,11 +47,31 @@ impl SqliteTable {
         let connection = Connection::open_with_flags(file, flags)
             .and_then(|c| c.busy_timeout(BUSY_WAIT).map(|()| c))
             .map_err(|_| unreachable_error("cannot be opened"))?;
+        let strict =
+            is_strict(&connection, table).map_err(|_| unreachable_error("cannot be read"))?;
         Ok(Self {
             connection: Mutex::new(connection),
             table: table.to_string(),
+            strict,
         })
     }
+
+    /// The stored type of each column, when the table is STRICT.
+    fn strict_types(&self) -> Option<Vec<(String, DatabaseType)>> {
+        self.strict.then(|| self.columns().ok()).flatten()
+    }
+}
+
+/// Whether `table` is a STRICT table, whose columns refuse values of
+/// another type (SQLite 3.37 and later). A schema fact, not a row's.
+fn is_strict(connection: &Connection, table: &str) -> rusqlite::Result<bool> {
+    let mut statement = connection.prepare(
+        "SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1 COLLATE NOCASE",
+    )?;
+    let flags = statement
+        .query_map([table], |row| row.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(flags == [1])
 }
 
 /// A column's declared type in SQLite's rules of affinity.
@@ -67,7 +91,15 @@ fn affinity(declared: &str) -> DatabaseType {
 /// A stored value as the declared type, or NULL. SQLite columns hold any
 /// type in any row, and its CAST turns `'abc'` into 0: a value is read only
 /// in its declared form, as the embedded engine's `TRY_CAST` reads a file.
-fn read_as(column: &str, kind: ColumnKind) -> String {
+/// A STRICT column (`stored`) of the kind needs no look at each value's
+/// type: SQLite refused every other type when the row was written.
+fn read_as(column: &str, kind: ColumnKind, stored: Option<&DatabaseType>) -> String {
+    match (kind, stored) {
+        (ColumnKind::Integer, Some(DatabaseType::Integer))
+        | (ColumnKind::Real, Some(DatabaseType::Real)) => return column.to_string(),
+        (ColumnKind::Text, Some(DatabaseType::Text)) => return format!("{column} COLLATE BINARY"),
+        _ => {}
+    }
     match kind {
         ColumnKind::Integer => format!("CASE WHEN typeof({column}) = 'integer' THEN {column} END"),
         // Each value's type is looked up once, and the usual one is taken
@@ -115,12 +147,14 @@ impl Backend for SqliteTable {
     }
 
     fn source(&self, columns: &[(String, ColumnKind)]) -> String {
+        let stored = self.strict_types().unwrap_or_default();
         let list: Vec<String> = columns
             .iter()
             .map(|(name, kind)| {
+                let found = stored.iter().find(|(n, _)| n == name).map(|(_, t)| t);
                 format!(
                     "{} AS {}",
-                    read_as(&Flavour::Sqlite.quote(name), *kind),
+                    read_as(&Flavour::Sqlite.quote(name), *kind, found),
                     Flavour::Sqlite.quote(name)
                 )
             })
@@ -134,6 +168,15 @@ impl Backend for SqliteTable {
 
     fn check(&self, plan: &RemotePlan) -> Result<()> {
         let connection = self.connection.lock().map_err(|_| shape_error())?;
+        // Columns read as stored rely on the table staying STRICT.
+        if self.strict
+            && !is_strict(&connection, &self.table)
+                .map_err(|_| unreachable_error("cannot be read"))?
+        {
+            return Err(QueryError::Description(
+                "the SQLite table is no longer STRICT: open its description again".into(),
+            ));
+        }
         for function in &plan.functions {
             function
                 .register(&connection)

@@ -49,13 +49,18 @@ pub fn create_table(table: &str, csv: &str, types: Types<'_>, postgres: bool) ->
     format!("CREATE TABLE {table} ({})", columns.join(", "))
 }
 
-/// Writes `csv` (simple, unquoted) to a new SQLite file as `table`.
-pub fn sqlite_file(path: &Path, table: &str, csv: &str, types: Types<'_>) {
+/// Writes `csv` (simple, unquoted) to a new SQLite file as `table`, a
+/// STRICT table if `strict`.
+pub fn sqlite_file(path: &Path, table: &str, csv: &str, types: Types<'_>, strict: bool) {
     let _ = std::fs::remove_file(path);
     let connection = rusqlite::Connection::open(path).unwrap();
-    connection
-        .execute_batch(&create_table(table, csv, types, false))
-        .unwrap();
+    let create = create_table(table, csv, types, false);
+    let create = if strict {
+        format!("{create} STRICT")
+    } else {
+        create
+    };
+    connection.execute_batch(&create).unwrap();
     let (header, rows) = csv_rows(csv);
     let marks = vec!["?"; header.len()].join(",");
     let mut insert = connection

@@ -18,6 +18,8 @@ pub enum Place<'a> {
     Embedded,
     /// A SQLite file.
     Sqlite,
+    /// A SQLite file whose table is STRICT (its columns read as stored).
+    SqliteStrict,
     /// A table of a running PostgreSQL server.
     Postgres(&'a Postgres),
     /// A table of a running Spark cluster (a CSV table in its warehouse).
@@ -37,6 +39,7 @@ impl Place<'_> {
         match self {
             Self::Embedded => "embedded",
             Self::Sqlite => "sqlite",
+            Self::SqliteStrict => "sqlite-strict",
             Self::Postgres(_) => "postgres",
             Self::Spark(_) => "spark",
         }
@@ -64,8 +67,15 @@ impl Place<'_> {
         std::fs::write(&file, format!("{}\n", csv.trim_end())).unwrap();
         let source = match self {
             Self::Embedded => format!("file = \"{table}.csv\""),
-            Self::Sqlite => {
-                sqlite_file(&dir.join(format!("{table}.sqlite")), table, csv, types);
+            Self::Sqlite | Self::SqliteStrict => {
+                let strict = matches!(self, Self::SqliteStrict);
+                sqlite_file(
+                    &dir.join(format!("{table}.sqlite")),
+                    table,
+                    csv,
+                    types,
+                    strict,
+                );
                 format!("sqlite = \"{table}.sqlite\"")
             }
             Self::Postgres(server) => {

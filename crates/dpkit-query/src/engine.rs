@@ -304,22 +304,41 @@ impl QueryEngine {
         Ok(domain)
     }
 
+    /// [`QueryEngine::exact`] where the table lives in a database.
+    fn exact_in_database(
+        &self,
+        backend: &dyn Backend,
+        query: &PrivateQuery,
+    ) -> Result<ExactGroups> {
+        let remote = query
+            .remote
+            .as_ref()
+            .ok_or_else(|| QueryError::Sql("the query was planned for another engine".into()))?;
+        let schema = query.plan.schema().inner().clone();
+        let batch = backend.run(remote, schema, self.limits.timeout)?;
+        let mut rows = groups_of(&batch, query)?;
+        // A query without GROUP BY has one group, even of no rows; a
+        // database that groups by a quantile's cell returns none then.
+        if query.group_names.is_empty() && rows.is_empty() {
+            let measured = query.measurements.len();
+            rows.push((Vec::new(), vec![0.0; measured], vec![Vec::new(); measured]));
+        }
+        Ok(ExactGroups::merged_with_histograms(
+            rows,
+            &query.sum_grids(),
+        ))
+    }
+
     /// Runs the rewritten plan: the exact, clamped, per-group measurements.
     pub fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
         if let Some((backend, _)) = &self.database {
-            let remote = query.remote.as_ref().ok_or_else(|| {
-                QueryError::Sql("the query was planned for another engine".into())
-            })?;
-            let schema = query.plan.schema().inner().clone();
-            let batch = backend.run(remote, schema, self.limits.timeout)?;
-            let mut rows = groups_of(&batch, query)?;
-            // A query without GROUP BY has one group, even of no rows; a
-            // database that groups by a quantile's cell returns none then.
-            if query.group_names.is_empty() && rows.is_empty() {
-                let measured = query.measurements.len();
-                rows.push((Vec::new(), vec![0.0; measured], vec![Vec::new(); measured]));
-            }
-            return Ok(ExactGroups::merged_with_histograms(rows));
+            // As in the engine below: a panic is a failure, kept charged.
+            let run = std::panic::AssertUnwindSafe(|| self.exact_in_database(&**backend, query));
+            return std::panic::catch_unwind(run).unwrap_or_else(|_| {
+                Err(QueryError::FailedWhileRunning(
+                    "the database's answer could not be read (details withheld)".into(),
+                ))
+            });
         }
         if let Some(file) = &self.source_file
             && !file.is_file()
@@ -375,7 +394,10 @@ impl QueryEngine {
         for batch in &batches {
             rows.extend(groups_of(batch, query)?);
         }
-        Ok(ExactGroups::merged_with_histograms(rows))
+        Ok(ExactGroups::merged_with_histograms(
+            rows,
+            &query.sum_grids(),
+        ))
     }
 
     /// The session a run uses: the engine's own, or with the memory limit a

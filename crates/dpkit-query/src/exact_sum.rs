@@ -136,8 +136,15 @@ fn grid_steps(value: f64, inverse: f64) -> i128 {
 /// A sum of grid steps as the `f64` it stands for, the step count first
 /// clamped to ±2^53. Clamping is a fixed 1-Lipschitz map: it never moves
 /// two sums further apart. Within it, the product is exact.
-fn steps_value(steps: i128, exponent: i32) -> f64 {
+pub(crate) fn steps_value(steps: i128, exponent: i32) -> f64 {
     steps.clamp(-MAX_STEPS, MAX_STEPS) as f64 * 2f64.powi(exponent)
+}
+
+/// The grid steps of a sum [`steps_value`] gave (or a database computed
+/// as it does): a whole number of steps within ±2^53, so scaling by a
+/// power of two and converting are exact.
+pub(crate) fn steps_of_sum(sum: f64, exponent: i32) -> i128 {
+    (sum * 2f64.powi(-exponent)) as i128
 }
 
 impl Accumulator for ExactSumAccumulator {

@@ -9,6 +9,7 @@ use rand_core::CryptoRng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::exact_sum::{steps_of_sum, steps_value};
 pub(crate) use crate::noise_plan::Noise;
 pub use crate::noise_plan::{
     MechanismChoice, NoisePlan, PlannedNoise, ReleaseSettings, composite_error, plan_noise,
@@ -37,15 +38,27 @@ impl ExactGroups {
         Self::merged_with_histograms(
             rows.into_iter()
                 .map(|(key, values)| (key, values, Vec::new())),
+            &[],
         )
     }
 
     /// As [`ExactGroups::merged`], with each row's per-cell counts (which
-    /// add up cell by cell).
+    /// add up cell by cell). `grids[m]` is the summation grid's exponent
+    /// when measurement `m` is an exact sum: its parts add up in whole grid
+    /// steps, clamped once to ±2^53 at the end as the engine's own sums are
+    /// (in floating point, parts beyond 2^53 steps would round).
     pub fn merged_with_histograms(
         rows: impl IntoIterator<Item = (Vec<String>, Vec<f64>, Vec<Cells>)>,
+        grids: &[Option<i32>],
     ) -> Self {
+        let grid = |m: usize| grids.get(m).copied().flatten();
+        let steps_of = |values: &[f64]| -> Vec<i128> {
+            let of = |(m, v): (usize, &f64)| grid(m).map_or(0, |e| steps_of_sum(*v, e));
+            values.iter().enumerate().map(of).collect()
+        };
         let mut merged = Self::default();
+        // A group's sums in steps, once a second part of it comes.
+        let mut steps: Vec<Option<Vec<i128>>> = Vec::new();
         let mut index: HashMap<Vec<String>, usize> = HashMap::new();
         for (key, values, histograms) in rows {
             #[cfg(feature = "planted-holes")]
@@ -58,8 +71,13 @@ impl ExactGroups {
             let key_seen = index.get(&key);
             match key_seen {
                 Some(&at) => {
-                    for (total, value) in merged.values[at].iter_mut().zip(values) {
-                        *total += value;
+                    let totals = steps[at].get_or_insert_with(|| steps_of(&merged.values[at]));
+                    for (m, (part, value)) in steps_of(&values).into_iter().zip(values).enumerate()
+                    {
+                        totals[m] += part;
+                        if grid(m).is_none() {
+                            merged.values[at][m] += value;
+                        }
                     }
                     // Put together here, put in order once at the end: a
                     // database sends a group's cells one row each.
@@ -69,9 +87,18 @@ impl ExactGroups {
                 }
                 None => {
                     index.insert(key.clone(), merged.keys.len());
+                    steps.push(None);
                     merged.keys.push(key);
                     merged.values.push(values);
                     merged.histograms.push(histograms);
+                }
+            }
+        }
+        for (values, steps) in merged.values.iter_mut().zip(&steps) {
+            let Some(steps) = steps else { continue };
+            for (m, value) in values.iter_mut().enumerate() {
+                if let Some(exponent) = grid(m) {
+                    *value = steps_value(steps[m], exponent);
                 }
             }
         }
@@ -269,5 +296,30 @@ fn compare_cells(a: &Cell, b: &Cell) -> std::cmp::Ordering {
         (Cell::Value { value: x, .. }, Cell::Value { value: y, .. }) => x.total_cmp(y),
         (Cell::Key(_), _) => std::cmp::Ordering::Less,
         _ => std::cmp::Ordering::Greater,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parts of one exact sum add up in whole grid steps: in floating
+    /// point, 2^53 − 1 and 2 would round to 2^53 before −3 is added. The
+    /// total is clamped once, at the end, as the engine clamps its sums.
+    #[test]
+    fn parts_of_exact_sums_add_up_exactly_and_are_clamped_once() {
+        let big = 2f64.powi(53);
+        for exponent in [0, -30, 12] {
+            let step = 2f64.powi(exponent);
+            let row = |steps: f64, count: f64| (vec!["k".to_string()], vec![steps * step, count]);
+            let parts = [row(big - 1.0, 1.0), row(2.0, 2.0), row(-3.0, 3.0)];
+            let rows = parts.clone().map(|(k, v)| (k, v, Vec::new()));
+            let merged = ExactGroups::merged_with_histograms(rows, &[Some(exponent), None]);
+            assert_eq!(merged.values, [vec![(big - 2.0) * step, 6.0]]);
+            let over = [row(big, 0.0), row(big, 0.0), row(-big, 0.0)];
+            let rows = over.map(|(k, v)| (k, v, Vec::new()));
+            let merged = ExactGroups::merged_with_histograms(rows, &[Some(exponent), None]);
+            assert_eq!(merged.values[0][0], big * step);
+        }
     }
 }

@@ -648,3 +648,26 @@ fn a_database_table_opened_in_memory_is_queried_where_it_lives() {
     let groups = exact(&engine, "SELECT COUNT(*) AS n FROM t");
     assert_eq!(groups[0].1, [4.0], "every row is counted, none copied away");
 }
+
+/// SQLite text that is not UTF-8 has no key: its row never joins the
+/// group of another key (such as ""), where a person could be counted twice.
+#[test]
+fn sqlite_text_that_is_not_utf8_is_no_key() {
+    let dir = folder("not-utf8");
+    let connection = rusqlite::Connection::open(dir.join("c.sqlite")).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE c (id INTEGER, grp TEXT); \
+             INSERT INTO c VALUES (1, ''), (1, CAST(X'FF' AS TEXT)), (2, 'a')",
+        )
+        .unwrap();
+    let description = CASES_DESCRIPTION.replace(
+        "[columns.grp]\ntype = \"text\"\n",
+        "[columns.grp]\ntype = \"text\"\ndomain = [\"\", \"a\"]\n",
+    );
+    let engine =
+        QueryEngine::open(in_database(&description, "sqlite = \"c.sqlite\"", &dir)).unwrap();
+    let groups = exact(&engine, "SELECT grp, COUNT(*) AS n FROM c GROUP BY grp");
+    let counts: Vec<(String, f64)> = groups.iter().map(|g| (g.0[0].clone(), g.1[0])).collect();
+    assert_eq!(counts, [(String::new(), 1.0), ("a".to_string(), 1.0)]);
+}

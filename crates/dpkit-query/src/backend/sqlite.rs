@@ -235,7 +235,9 @@ fn collect(
                 ValueRef::Null | ValueRef::Blob(_) => Cell::Null,
                 ValueRef::Integer(v) => Cell::Integer(v),
                 ValueRef::Real(v) => Cell::Real(v),
-                ValueRef::Text(t) => Cell::Text(std::str::from_utf8(t).unwrap_or_default()),
+                // Bytes that are not UTF-8 are no text: read as NULL (no
+                // key), never as another key such as "".
+                ValueRef::Text(t) => std::str::from_utf8(t).map_or(Cell::Null, Cell::Text),
             };
             if let Err(error) = rows.push(column, cell) {
                 return Ok(Err(error));

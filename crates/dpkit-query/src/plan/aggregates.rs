@@ -248,7 +248,11 @@ pub(super) fn add_sum(value: Expr, range: Range, measured: &mut Measured) -> usi
     let (bounds, exponent) = summation_bounds(range);
     let integer = range.integer;
     measured.add(
-        Measurement::Sum { bounds, integer },
+        Measurement::Sum {
+            bounds,
+            integer,
+            exponent,
+        },
         summed(value, exponent),
     )
 }

@@ -178,6 +178,10 @@ pub enum Measurement {
         bounds: (f64, f64),
         /// Whether the summed values are whole numbers.
         integer: bool,
+        /// The summation grid `2^exponent`: every sum is a whole number
+        /// of its steps, so partial sums add up exactly (see
+        /// [`crate::release::ExactGroups::merged_with_histograms`]).
+        exponent: i32,
     },
     /// How many values fall in each cell of a grid (one of a quantile's
     /// three choices, which all read the same counts).
@@ -199,12 +203,25 @@ impl Measurement {
             // count (see dpkit_core::mechanism::QuantileSelection).
             Self::Count | Self::Quantile { .. } => dpkit_core::sensitivity::RowValues::Count,
             Self::People => dpkit_core::sensitivity::RowValues::People,
-            Self::Sum { bounds, integer } => dpkit_core::sensitivity::RowValues::Bounded {
+            Self::Sum {
+                bounds, integer, ..
+            } => dpkit_core::sensitivity::RowValues::Bounded {
                 lower: bounds.0,
                 upper: bounds.1,
                 integer: *integer,
             },
         }
+    }
+}
+
+impl PrivateQuery {
+    /// Each measurement's summation grid exponent, if it is an exact sum.
+    pub(crate) fn sum_grids(&self) -> Vec<Option<i32>> {
+        let grid = |m: &Measurement| match m {
+            Measurement::Sum { exponent, .. } => Some(*exponent),
+            _ => None,
+        };
+        self.measurements.iter().map(grid).collect()
     }
 }
 

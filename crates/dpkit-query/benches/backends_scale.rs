@@ -3,7 +3,7 @@
 //! engine, on generated tables of growing size, in one run.
 //!
 //! `cargo bench -p dpkit-query --bench backends_scale -- --rows
-//! 1000000,10000000,100000000 --backend embedded,sqlite,postgres,spark
+//! 1000000,10000000,100000000 --backend embedded,sqlite,sqlite-strict,postgres,spark
 //! --repeats 5`. Each size is a new table of eight regions and one real
 //! value in [0, 100). PostgreSQL and Spark (a standalone master, two
 //! one-core workers and a Connect server) are servers this benchmark
@@ -46,14 +46,19 @@ fn embedded(count: usize, repeats: usize) -> (f64, f64) {
     })
 }
 
-fn sqlite(count: usize, repeats: usize) -> (f64, f64) {
+/// `strict`: a STRICT table, whose columns dpkit reads as stored.
+fn sqlite(count: usize, repeats: usize, strict: bool) -> (f64, f64) {
     let folder = std::env::temp_dir().join(format!("dpkit-bench-sqlite-{}", std::process::id()));
     std::fs::create_dir_all(&folder).unwrap();
     let file = folder.join("t.sqlite");
     let _ = std::fs::remove_file(&file);
     let mut connection = rusqlite::Connection::open(&file).unwrap();
     connection
-        .execute_batch("CREATE TABLE t (region TEXT, value REAL)")
+        .execute_batch(if strict {
+            "CREATE TABLE t (region TEXT, value REAL) STRICT"
+        } else {
+            "CREATE TABLE t (region TEXT, value REAL)"
+        })
         .unwrap();
     let transaction = connection.transaction().unwrap();
     {
@@ -175,7 +180,8 @@ fn main() {
         .split(',')
         .map(|n| n.parse().unwrap())
         .collect();
-    let backends = argument("--backend").unwrap_or_else(|| "embedded,sqlite,postgres,spark".into());
+    let backends = argument("--backend")
+        .unwrap_or_else(|| "embedded,sqlite,sqlite-strict,postgres,spark".into());
     let repeats: usize = argument("--repeats").map_or(5, |n| n.parse().unwrap());
     let wanted = |name: &str| backends.split(',').any(|b| b == name);
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -188,7 +194,7 @@ fn main() {
         .unwrap_or_default();
     println!("query: {PLAIN}; median of {repeats} alternating runs after a warm-up; {cpu}");
     println!(
-        "{:<11} {:>12} {:>14} {:>14} {:>8}",
+        "{:<13} {:>12} {:>14} {:>14} {:>8}",
         "engine", "rows", "plain (ms)", "dpkit (ms)", "ratio"
     );
     let server = wanted("postgres").then(|| postgres::Postgres::start("bench"));
@@ -199,7 +205,10 @@ fn main() {
             report("embedded", count, embedded(count, repeats));
         }
         if wanted("sqlite") {
-            report("sqlite", count, sqlite(count, repeats));
+            report("sqlite", count, sqlite(count, repeats, false));
+        }
+        if wanted("sqlite-strict") {
+            report("sqlite-strict", count, sqlite(count, repeats, true));
         }
         if let Some(server) = &server {
             report("postgres", count, postgres(server, count, repeats));
@@ -212,7 +221,7 @@ fn main() {
 
 fn report(engine: &str, count: usize, (plain, private): (f64, f64)) {
     println!(
-        "{engine:<11} {count:>12} {:>14.1} {:>14.1} {:>8.3}",
+        "{engine:<13} {count:>12} {:>14.1} {:>14.1} {:>8.3}",
         plain * 1e3,
         private * 1e3,
         private / plain

@@ -29,15 +29,8 @@ use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::Transformed;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 
-use super::sql::{Flavour, call, float_literal};
-use crate::error::{QueryError, Result};
-
-fn unavailable(flavour: Flavour, what: &str) -> QueryError {
-    QueryError::NotPrivate(format!(
-        "{what} is not available on {} yet (the embedded engine and SQLite run it)",
-        flavour.name()
-    ))
-}
+use super::sql::{Flavour, call, float_literal, unavailable};
+use crate::error::Result;
 
 /// Functions both databases compute as DataFusion does, without failing.
 const NATIVE: &[&str] = &[

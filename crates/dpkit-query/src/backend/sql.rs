@@ -108,7 +108,7 @@ pub struct RemotePlan {
 }
 
 /// A refusal: the query runs on the embedded engine but not on this database.
-fn unavailable(flavour: Flavour, what: &str) -> QueryError {
+pub(crate) fn unavailable(flavour: Flavour, what: &str) -> QueryError {
     QueryError::NotPrivate(format!(
         "{what} is not available on {} yet (the embedded engine and SQLite run it)",
         flavour.name()

@@ -177,11 +177,7 @@ impl Backend for SqliteTable {
                 "the SQLite table is no longer STRICT: open its description again".into(),
             ));
         }
-        for function in &plan.functions {
-            function
-                .register(&connection)
-                .map_err(|_| unreachable_error("cannot be prepared"))?;
-        }
+        register(&connection, plan)?;
         connection
             .prepare(&plan.sql)
             .map(drop)
@@ -195,11 +191,7 @@ impl Backend for SqliteTable {
         timeout: Option<Duration>,
     ) -> Result<RecordBatch> {
         let mut connection = self.connection.lock().map_err(|_| shape_error())?;
-        for function in &plan.functions {
-            function
-                .register(&connection)
-                .map_err(|_| unreachable_error("cannot be prepared"))?;
-        }
+        register(&connection, plan)?;
         let deadline = timeout.map(|limit| Instant::now() + limit);
         connection
             .progress_handler(
@@ -211,6 +203,16 @@ impl Backend for SqliteTable {
         let _ = connection.progress_handler(0, None::<fn() -> bool>);
         outcome.map_err(|error| run_error(error, deadline))?
     }
+}
+
+/// Registers the functions `plan` calls that dpkit computes.
+fn register(connection: &Connection, plan: &RemotePlan) -> Result<()> {
+    for function in &plan.functions {
+        function
+            .register(connection)
+            .map_err(|_| unreachable_error("cannot be prepared"))?;
+    }
+    Ok(())
 }
 
 /// The statement's rows as one batch of `schema`.

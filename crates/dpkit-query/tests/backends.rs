@@ -211,6 +211,10 @@ const EXTREME_QUERIES: &[&str] = &[
     // and `o''neil` would be read as `o'neil`.
     "SELECT COUNT(*) AS c FROM x WHERE note = 'x\\'' OR 1 = 1 OR note = '' --'",
     "SELECT grp, COUNT(*) AS c FROM x WHERE note = 'o''''neil' OR note = '''' GROUP BY grp",
+    // `-(-x)` printed bare is `--x`, a comment to the end of the line,
+    // which a line break in a literal would end.
+    "SELECT COUNT(*) AS c FROM x WHERE -(-(score)) > 1 OR note = 'line\nbreak'",
+    "SELECT COUNT(*) AS c FROM x WHERE -(-(score)) > 1 OR note = 'a\n) OR (1 = 1) OR (note = '''",
     // Spark substitutes `${…}` in the SQL text, quoted or not.
     "SELECT COUNT(*) AS c FROM x WHERE note = '${spark.sql.variable.substitute}'",
 ];

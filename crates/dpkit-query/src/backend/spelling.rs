@@ -9,7 +9,7 @@ use datafusion::sql::sqlparser::dialect::{
     Dialect, PostgreSqlDialect, SQLiteDialect, SparkSqlDialect,
 };
 use datafusion::sql::sqlparser::parser::Parser;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use super::sql::Flavour;
 use crate::error::{QueryError, Result};
@@ -28,7 +28,9 @@ const BIGINT: (&str, &str) = ("-9223372036854775808", "9223372036854775807");
 /// Text literals are written first: each spelling prints its arguments and
 /// reads them back.
 pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<()> {
-    rewrite(statement, |expr| literal(expr, flavour))?;
+    rewrite(statement, |expr| {
+        literal(expr, flavour).or_else(|| negated(expr))
+    })?;
     rewrite(statement, |expr| match expr {
         ast::Expr::Function(function) => spelling(function, flavour).map(|text| {
             // Some spellings use an argument twice, so nesting could double
@@ -77,10 +79,11 @@ fn rewrite(
 /// value `x\' OR …` would be printed `'x\' OR …'`, which SQLite and
 /// PostgreSQL read as `'x\'` followed by SQL of the analyst's own, and the
 /// value `a''b` would be read as `a'b`. Spark also reads `\` as an escape
-/// and substitutes `${…}` anywhere in the text. So text with a backslash or
-/// a quote is written as pieces without either, joined by `char(92)` and
-/// `char(39)` (`chr` on PostgreSQL), and on Spark text with a backslash, a
-/// quote or a dollar sign as the cast of its UTF-8 bytes in hexadecimal.
+/// and substitutes `${…}` anywhere in the text. So text with a backslash,
+/// a quote or a control character (a line break would end a comment) is
+/// written as pieces without them, joined by `char(92)`, `char(39)` and
+/// their kin (`chr` on PostgreSQL), and on Spark, as is text with a dollar
+/// sign, as the cast of its UTF-8 bytes in hexadecimal.
 ///
 /// Infinite doubles, which the unparser prints `inf`, are `9e999` on
 /// SQLite (the other databases refuse them, see `safe_sql`).
@@ -96,11 +99,11 @@ fn literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
         _ => return None,
     };
     let written = match flavour {
-        Flavour::Spark if text.contains(['\\', '\'', '$']) => {
+        Flavour::Spark if text.chars().any(|c| unwritten(c) || c == '$') => {
             let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
             format!("CAST(X'{hex}' AS STRING)")
         }
-        Flavour::Sqlite | Flavour::Postgres if !text.contains(['\\', '\'']) => return None,
+        Flavour::Sqlite | Flavour::Postgres if !text.chars().any(unwritten) => return None,
         Flavour::Sqlite => joined(text, "char"),
         Flavour::Postgres => joined(text, "chr"),
         Flavour::Spark => return None,
@@ -108,13 +111,35 @@ fn literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
     Some(parse(&written, flavour))
 }
 
-/// `text` as its pieces without a backslash or a quote, joined by
-/// `function(92)` and `function(39)`, which return those characters.
+/// A minus sign before its operand in parentheses: printed bare, `-(-x)`
+/// is `--x`, which every database reads as a comment to the end of the
+/// line (a line the analyst's text could end).
+fn negated(expr: &ast::Expr) -> Option<Result<ast::Expr>> {
+    let ast::Expr::UnaryOp { op, expr: operand } = expr else {
+        return None;
+    };
+    if matches!(**operand, ast::Expr::Nested(_)) {
+        return None;
+    }
+    Some(Ok(ast::Expr::UnaryOp {
+        op: *op,
+        expr: Box::new(ast::Expr::Nested(operand.clone())),
+    }))
+}
+
+/// Characters a text literal is not written with: a backslash, a quote
+/// and control characters (a line break could end a comment).
+fn unwritten(c: char) -> bool {
+    c == '\\' || c == '\'' || c.is_control()
+}
+
+/// `text` as its pieces without an [`unwritten`] character, joined by
+/// `function(n)` calls, which return each (n its code point).
 fn joined(text: &str, function: &str) -> String {
     let mut parts = Vec::new();
     let mut piece = String::new();
     for c in text.chars() {
-        if c == '\\' || c == '\'' {
+        if unwritten(c) {
             if !piece.is_empty() {
                 parts.push(format!("'{piece}'"));
                 piece.clear();
@@ -169,23 +194,28 @@ fn dialect(flavour: Flavour) -> &'static dyn Dialect {
 /// - on Spark, no dollar sign (it substitutes `${…}` before parsing);
 /// - no quoted name holding a quote, nor text: the printer leaves a
 ///   pair of quotes as it is, so the names `a"b` and `a""b` would be sent
-///   as one name.
+///   as one name;
+/// - no control character (a line break ends a `--` comment) and no
+///   comment at all: dpkit writes none, so one would be made of the
+///   analyst's text and hide what follows it.
 ///
-/// What is left could only be in a name (the analyst's aliases are sent),
-/// and is refused.
+/// Literals are written without these; what is left could only be in a
+/// name (the analyst's aliases are sent), and is refused.
 pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
     let refused = || {
         QueryError::NotPrivate(format!(
-            "a name with a quote, a backslash or a NUL{} cannot be sent to {}",
+            "the SQL for {} would hold a comment, or a name with a quote, a backslash or a \
+             control character{}: it cannot be sent",
+            flavour.name(),
             if flavour == Flavour::Spark {
                 " (or a dollar sign)"
             } else {
                 ""
             },
-            flavour.name()
         ))
     };
-    if sql.contains(['\\', '\0']) || (flavour == Flavour::Spark && sql.contains('$')) {
+    let dollar = flavour == Flavour::Spark && sql.contains('$');
+    if dollar || sql.chars().any(|c| c == '\\' || c.is_control()) {
         return Err(refused());
     }
     let tokens = Tokenizer::new(dialect(flavour), sql)
@@ -196,6 +226,9 @@ pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
             .quote_style
             .is_some_and(|q| word.value.contains([q, '"', '`', ']'])),
         Token::SingleQuotedString(text) => text.contains('\''),
+        Token::Whitespace(
+            Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_),
+        ) => true,
         _ => false,
     };
     match tokens.iter().any(quoted_twice) {

@@ -9,7 +9,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use super::rows::{Cell, Rows, shape_error};
+use super::rows::{Cell, Rows};
 use super::sql::{Flavour, RemotePlan};
 use super::{Backend, DatabaseType};
 use crate::description::ColumnKind;
@@ -53,6 +53,18 @@ impl SqliteTable {
             connection: Mutex::new(connection),
             table: table.to_string(),
             strict,
+        })
+    }
+
+    /// The connection, whoever held it last: a panic while reading an
+    /// answer (a charged failure) leaves it usable, without the time limit
+    /// of the statement it stopped.
+    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.connection.lock().unwrap_or_else(|poisoned| {
+            self.connection.clear_poison();
+            let mut connection = poisoned.into_inner();
+            let _ = connection.progress_handler(0, None::<fn() -> bool>);
+            connection
         })
     }
 
@@ -124,7 +136,7 @@ impl Backend for SqliteTable {
     }
 
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {
-        let connection = self.connection.lock().map_err(|_| shape_error())?;
+        let connection = self.connection();
         let mut statement = connection
             .prepare("SELECT name, type FROM pragma_table_info(?1)")
             .map_err(|_| unreachable_error("cannot be read"))?;
@@ -167,7 +179,7 @@ impl Backend for SqliteTable {
     }
 
     fn check(&self, plan: &RemotePlan) -> Result<()> {
-        let connection = self.connection.lock().map_err(|_| shape_error())?;
+        let connection = self.connection();
         // Columns read as stored rely on the table staying STRICT.
         if self.strict
             && !is_strict(&connection, &self.table)
@@ -190,7 +202,7 @@ impl Backend for SqliteTable {
         schema: SchemaRef,
         timeout: Option<Duration>,
     ) -> Result<RecordBatch> {
-        let mut connection = self.connection.lock().map_err(|_| shape_error())?;
+        let mut connection = self.connection();
         register(&connection, plan)?;
         let deadline = timeout.map(|limit| Instant::now() + limit);
         connection

@@ -228,6 +228,17 @@ const QUANTILE_PAIRS: &[&str] = &[
     "SELECT grp, MEDIAN(n) AS m, MEDIAN(score) AS s FROM x GROUP BY grp",
 ];
 
+/// Names that differ only in case are refused where SQL is sent: SQLite
+/// and Spark would take the alias `"GRP"` for the column `grp` below it,
+/// and read a number where the plan reads text (a failure that came, or
+/// not, with the rows the WHERE keeps).
+const NAMES_BY_CASE: &str = "SELECT grp, COUNT(*) AS c FROM \
+    (SELECT score AS \"GRP\", grp FROM x WHERE score > 3) AS u GROUP BY grp";
+
+/// SQLite has no NaN; printed, a NaN literal would name a column.
+const NAN_LITERAL: &str = "SELECT COUNT(*) AS c FROM \
+    (SELECT n, score AS nan FROM x) AS u WHERE n < CAST('NaN' AS DOUBLE)";
+
 /// A name holding a quote is refused where SQL is sent: printed, `a""b`
 /// would be read as `a"b`.
 const QUOTED_NAMES: &str = "SELECT COUNT(*) AS c FROM \
@@ -256,12 +267,31 @@ fn extremes_run_at(place: &Place<'_>) {
         Err(other) => panic!("{nested}: {other}"),
     }
     exact(&embedded, QUOTED_NAMES);
+    let by_case = exact(&embedded, NAMES_BY_CASE);
+    if matches!(place, Place::Postgres(_)) {
+        assert_eq!(exact(&engine, NAMES_BY_CASE), by_case);
+    }
+    exact(&embedded, NAN_LITERAL);
     if !matches!(place, Place::Embedded) {
-        let refused = engine.plan(QUOTED_NAMES);
-        assert!(
-            matches!(&refused, Err(QueryError::NotPrivate(m)) if m.contains("cannot be sent")),
-            "{refused:?}"
-        );
+        let by_case = match place {
+            // PostgreSQL tells quoted names apart by case.
+            Place::Postgres(_) => vec![],
+            _ => vec![(NAMES_BY_CASE, "differ only in case")],
+        };
+        for (sql, why) in [
+            (QUOTED_NAMES, "cannot be sent"),
+            // PostgreSQL and Spark refuse the cast from text first.
+            (NAN_LITERAL, "is not available on"),
+        ]
+        .into_iter()
+        .chain(by_case)
+        {
+            let refused = engine.plan(sql);
+            assert!(
+                matches!(&refused, Err(QueryError::NotPrivate(m)) if m.contains(why)),
+                "{sql}: {refused:?}"
+            );
+        }
     }
 }
 

@@ -86,7 +86,8 @@ fn rewrite(
 /// sign, as the cast of its UTF-8 bytes in hexadecimal.
 ///
 /// Infinite doubles, which the unparser prints `inf`, are `9e999` on
-/// SQLite (the other databases refuse them, see `safe_sql`).
+/// SQLite, and NaN is refused there (the other databases refuse both, see
+/// `safe_sql`).
 fn literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
     let ast::Expr::Value(value) = expr else {
         return None;
@@ -95,6 +96,10 @@ fn literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
         ast::Value::SingleQuotedString(text) => text,
         ast::Value::Number(n, _) if flavour == Flavour::Sqlite && n.ends_with("inf") => {
             return Some(parse(&n.replace("inf", "9e999"), flavour));
+        }
+        // SQLite has no NaN: printed `NaN`, it would name a column.
+        ast::Value::Number(n, _) if n.eq_ignore_ascii_case("nan") => {
+            return Some(Err(super::sql::unavailable(flavour, "a NaN literal")));
         }
         _ => return None,
     };
@@ -231,10 +236,42 @@ pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
         ) => true,
         _ => false,
     };
-    match tokens.iter().any(quoted_twice) {
-        true => Err(refused()),
-        false => Ok(()),
+    if tokens.iter().any(quoted_twice) {
+        return Err(refused());
     }
+    names_apart(&tokens, flavour)
+}
+
+/// No two names a database would take for one: SQLite and Spark find a
+/// name whatever its case, so the analyst's alias `"NAME"` would hide the
+/// column `name` in the query below it (and a text key read as a number
+/// fails, or not, with the rows); PostgreSQL cuts names at 63 bytes (and
+/// tells quoted names apart by case: `COLLATE "C"` beside a table `"c"`).
+/// Every name is quoted, so on SQLite and Spark each must be the only
+/// spelling of its lower case (names in different scopes too), and on
+/// PostgreSQL at most 63 bytes.
+fn names_apart(tokens: &[Token], flavour: Flavour) -> Result<()> {
+    let mut spellings: std::collections::HashMap<String, &str> = Default::default();
+    for token in tokens {
+        let Token::Word(word) = token else { continue };
+        if word.quote_style.is_none() {
+            continue;
+        }
+        let clash = match flavour {
+            Flavour::Postgres => word.value.len() > 63,
+            Flavour::Sqlite | Flavour::Spark => spellings
+                .insert(word.value.to_lowercase(), &word.value)
+                .is_some_and(|other| other != word.value),
+        };
+        if clash {
+            return Err(QueryError::NotPrivate(format!(
+                "two names in the query differ only in case, or a name is over 63 bytes: \
+                 {} would take them for one (rename one)",
+                flavour.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {

@@ -313,7 +313,7 @@ mod tests {
             let step = 2f64.powi(exponent);
             let row = |steps: f64, count: f64| (vec!["k".to_string()], vec![steps * step, count]);
             let parts = [row(big - 1.0, 1.0), row(2.0, 2.0), row(-3.0, 3.0)];
-            let rows = parts.clone().map(|(k, v)| (k, v, Vec::new()));
+            let rows = parts.map(|(k, v)| (k, v, Vec::new()));
             let merged = ExactGroups::merged_with_histograms(rows, &[Some(exponent), None]);
             assert_eq!(merged.values, [vec![(big - 2.0) * step, 6.0]]);
             let over = [row(big, 0.0), row(big, 0.0), row(-big, 0.0)];

@@ -226,7 +226,7 @@ pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
     let tokens = Tokenizer::new(dialect(flavour), sql)
         .tokenize()
         .map_err(|_| refused())?;
-    let quoted_twice = |token: &Token| match token {
+    let ambiguous = |token: &Token| match token {
         Token::Word(word) => word
             .quote_style
             .is_some_and(|q| word.value.contains([q, '"', '`', ']'])),
@@ -236,7 +236,7 @@ pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
         ) => true,
         _ => false,
     };
-    if tokens.iter().any(quoted_twice) {
+    if tokens.iter().any(ambiguous) {
         return Err(refused());
     }
     names_apart(&tokens, flavour)

@@ -15,7 +15,7 @@ pub(crate) fn aggregate_cell(
 ) -> Cell {
     let m = measurements[0];
     let (h, error) = (
-        plan.noises[m].half_width,
+        plan.noises[m].half_width + plan.noises[m].conversion_slack(noisy[m]),
         plan.noises[m].expected_absolute_error,
     );
     match kind {
@@ -65,7 +65,10 @@ fn average_cell(
 ) -> Cell {
     let (s, c) = (measurements[0], measurements[1]);
     let (sum, count) = (noisy[s], noisy[c].round());
-    let (hs, hc) = (plan.noises[s].half_width, plan.noises[c].half_width);
+    let (hs, hc) = (
+        plan.noises[s].half_width + plan.noises[s].conversion_slack(sum),
+        plan.noises[c].half_width + plan.noises[c].conversion_slack(count),
+    );
     let value = (centre + sum / count.max(1.0)).clamp(low, high);
     let smallest_count = count - hc;
     let (interval_low, interval_high) = if smallest_count >= 1.0 {
@@ -115,7 +118,7 @@ fn dispersion_cell(
 ) -> Cell {
     let (q, s, c) = (measurements[0], measurements[1], measurements[2]);
     let (squares, sum, count) = (noisy[q], noisy[s], noisy[c].round());
-    let half = |m: usize| plan.noises[m].half_width;
+    let half = |m: usize| plan.noises[m].half_width + plan.noises[m].conversion_slack(noisy[m]);
     let error = |m: usize| plan.noises[m].expected_absolute_error;
     let least = if dispersion.sample { 2.0 } else { 1.0 };
     let divisor = |n: f64| if dispersion.sample { n - 1.0 } else { n };

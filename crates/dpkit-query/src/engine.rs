@@ -3,16 +3,17 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StructArray,
+    Array, ArrayRef, AsArray, Int64Array, ListArray, RecordBatch, StructArray,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, Schema};
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DataFusionError};
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use dpkit_core::lattice::GridValue;
 use rand_core::CryptoRng;
 
 use crate::backend::Backend;
@@ -321,12 +322,10 @@ impl QueryEngine {
         // database that groups by a quantile's cell returns none then.
         if query.group_names.is_empty() && rows.is_empty() {
             let measured = query.measurements.len();
-            rows.push((Vec::new(), vec![0.0; measured], vec![Vec::new(); measured]));
+            let zero = GridValue::default();
+            rows.push((Vec::new(), vec![zero; measured], vec![Vec::new(); measured]));
         }
-        Ok(ExactGroups::merged_with_histograms(
-            rows,
-            &query.sum_grids(),
-        ))
+        Ok(ExactGroups::merged_with_histograms(rows))
     }
 
     /// Runs the rewritten plan: the exact, clamped, per-group measurements.
@@ -394,10 +393,7 @@ impl QueryEngine {
         for batch in &batches {
             rows.extend(groups_of(batch, query)?);
         }
-        Ok(ExactGroups::merged_with_histograms(
-            rows,
-            &query.sum_grids(),
-        ))
+        Ok(ExactGroups::merged_with_histograms(rows))
     }
 
     /// The session a run uses: the engine's own, or with the memory limit a
@@ -569,7 +565,7 @@ fn replayed(kept: &str) -> Result<OnceAnswer> {
 }
 
 /// One exact group: its key, its measurements and its per-cell counts.
-type ExactRow = (Vec<String>, Vec<f64>, Vec<Cells>);
+type ExactRow = (Vec<String>, Vec<GridValue>, Vec<Cells>);
 
 /// The groups of one result batch; NULL keys are never released.
 fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>> {
@@ -584,7 +580,10 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
                 QuantileRole::Lower => MeasuredColumn::CellsOf(m - 1),
                 QuantileRole::Upper => MeasuredColumn::CellsOf(m - 2),
             },
-            _ => MeasuredColumn::Number(cast(array, &DataType::Float64).map_err(result_error)?),
+            Measurement::Sum { exponent, .. } => {
+                MeasuredColumn::Number(steps(array, *exponent)?, *exponent)
+            }
+            Measurement::Count | Measurement::People => MeasuredColumn::Number(steps(array, 0)?, 0),
         });
     }
     let mut rows = Vec::with_capacity(batch.num_rows());
@@ -597,7 +596,7 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
             }
             key.push(array_value_to_string(array, row).map_err(result_error)?);
         }
-        let mut values: Vec<f64> = Vec::with_capacity(columns.len());
+        let mut values: Vec<GridValue> = Vec::with_capacity(columns.len());
         let mut histograms: Vec<Cells> = Vec::with_capacity(columns.len());
         for column in &columns {
             let (value, counts) = match column {
@@ -612,10 +611,37 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
     Ok(rows)
 }
 
+/// A count's or a sum's result column as whole steps (a count is a
+/// whole number of rows; a sum, of steps of its grid), read exactly.
+fn steps(array: &ArrayRef, exponent: i32) -> Result<ArrayRef> {
+    match array.data_type() {
+        DataType::Decimal128(_, 0) | DataType::Int64 => {
+            cast(array, &crate::exact_sum::STEPS_TYPE).map_err(result_error)
+        }
+        #[cfg(feature = "planted-holes")]
+        DataType::Float64
+            if crate::planted::is_planted(crate::planted::Hole::FloatingPointSums) =>
+        {
+            // The hole's floating-point sum, in steps of its grid.
+            let scale = 2f64.powi(-exponent);
+            let sums = array.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+            let steps: datafusion::arrow::array::Decimal128Array = sums
+                .iter()
+                .map(|s| s.map(|s| (s * scale) as i128))
+                .collect();
+            Ok(Arc::new(steps))
+        }
+        _ => {
+            let _ = exponent;
+            Err(result_error("a count or an exact sum of another type"))
+        }
+    }
+}
+
 /// One measurement's result column.
 enum MeasuredColumn<'a> {
-    /// A count or a sum, as Float64.
-    Number(ArrayRef),
+    /// A count or a sum, as whole steps of the grid `2^exponent`.
+    Number(ArrayRef, i32),
     /// Each group's list of cell indices.
     Cells(&'a ArrayRef),
     /// The same cells as an earlier measurement's (a quantile's ends).
@@ -624,12 +650,12 @@ enum MeasuredColumn<'a> {
 
 impl MeasuredColumn<'_> {
     /// Row `row`'s value (NULL sums are 0) and its per-cell counts.
-    fn at(&self, row: usize) -> Result<(f64, Cells)> {
+    fn at(&self, row: usize) -> Result<(GridValue, Cells)> {
         match self {
-            Self::Number(array) => {
-                let array = array.as_any().downcast_ref::<Float64Array>();
-                let value = array.map_or(0.0, |a| if a.is_null(row) { 0.0 } else { a.value(row) });
-                Ok((value, Vec::new()))
+            Self::Number(array, exponent) => {
+                let array = array.as_primitive_opt::<Decimal128Type>();
+                let steps = array.map_or(0, |a| if a.is_null(row) { 0 } else { a.value(row) });
+                Ok((GridValue::new(steps, *exponent), Vec::new()))
             }
             Self::CellsOf(_) => Err(result_error("cells read through their point")),
             Self::Cells(array) => {
@@ -637,7 +663,7 @@ impl MeasuredColumn<'_> {
                     return Err(result_error("cell lists"));
                 };
                 if lists.is_null(row) {
-                    return Ok((0.0, Vec::new()));
+                    return Ok((GridValue::default(), Vec::new()));
                 }
                 let list = lists.value(row);
                 // A database counts each cell itself (see backend::rows).
@@ -657,7 +683,7 @@ impl MeasuredColumn<'_> {
 /// The non-empty cells among `indices` (the plan clamps each into the
 /// grid; NULLs are skipped) with their counts, and how many were counted:
 /// sorted and run-length coded, so the cost follows the rows.
-fn cells_of(indices: &Int64Array) -> (f64, Cells) {
+fn cells_of(indices: &Int64Array) -> (GridValue, Cells) {
     let mut sorted: Vec<usize> = indices
         .iter()
         .flatten()
@@ -671,12 +697,12 @@ fn cells_of(indices: &Int64Array) -> (f64, Cells) {
             _ => cells.push((*cell, 1)),
         }
     }
-    (sorted.len() as f64, cells)
+    (GridValue::whole(sorted.len() as i128), cells)
 }
 
 /// Cells a database counted, as (cell, count) pairs: the non-empty cells
 /// with their counts, in cell order, and how many values they hold.
-fn counted_cells(pairs: &StructArray) -> Result<(f64, Cells)> {
+fn counted_cells(pairs: &StructArray) -> Result<(GridValue, Cells)> {
     let column = |i: usize| {
         pairs
             .column(i)
@@ -697,8 +723,8 @@ fn counted_cells(pairs: &StructArray) -> Result<(f64, Cells)> {
     }
     let mut counted: Cells = Vec::new();
     crate::release::add_counts(&mut counted, &pairs);
-    let total = counted.iter().map(|&(_, count)| count as f64).sum();
-    Ok((total, counted))
+    let total = counted.iter().map(|&(_, count)| i128::from(count)).sum();
+    Ok((GridValue::whole(total), counted))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -10,6 +10,12 @@
 //! depend on the order. The bounds are multiples of `g` (see
 //! [`summation_grid`]), so a rounded value stays within them and one row
 //! moves the sum by at most `max(|L|, |U|)`.
+//!
+//! The sum leaves the engine as what it is, a whole number of steps
+//! (`Decimal128(38, 0)`), and is released from there in integers
+//! ([`dpkit_core::lattice::GridValue`]): a row adds at most 2^63 steps, so
+//! no group of fewer than 2^63 rows can reach the ends of 128 bits, and no
+//! total is ever rounded or saturated before its noise.
 
 use std::sync::Arc;
 
@@ -26,13 +32,19 @@ use datafusion::logical_expr::{
 
 /// Grid steps per bound: 2^30 (the bound itself is rounded out to the grid).
 const RESOLUTION_BITS: i32 = 30;
-/// Sums are kept within ±2^53 grid steps, where every integer is a double.
-const MAX_STEPS: i128 = 1 << 53;
 
 /// The exponent `k` of the summation grid `2^k` for values within
-/// `[-magnitude, magnitude]`: at least 2^30 steps per magnitude, and never
-/// coarser than 1 (whole numbers sum exactly).
-pub(crate) fn summation_grid(magnitude: f64) -> i32 {
+/// `[-magnitude, magnitude]`: for whole numbers 1, so that each value is
+/// rounded to a whole number before it is added (translation invariant:
+/// a value that is not whole, however it got there, moves the sum by no
+/// more than the bounds allow); otherwise at least 2^30 steps per
+/// magnitude, and never coarser than 1.
+pub(crate) fn summation_grid(magnitude: f64, integer: bool) -> i32 {
+    #[cfg(feature = "planted-holes")]
+    let integer = integer && !crate::planted::is_planted(crate::planted::Hole::RoundedTotals);
+    if integer {
+        return 0;
+    }
     let exponent = if magnitude > 0.0 && magnitude.is_finite() {
         magnitude.log2().floor() as i32 - RESOLUTION_BITS
     } else {
@@ -69,7 +81,7 @@ impl AggregateUDFImpl for ExactSum {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Float64)
+        Ok(STEPS_TYPE)
     }
 
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
@@ -99,7 +111,7 @@ impl AggregateUDFImpl for ExactSum {
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         Ok(vec![Arc::new(Field::new(
             format!("{}[steps]", args.name),
-            DataType::Decimal128(38, 0),
+            STEPS_TYPE,
             true,
         ))])
     }
@@ -133,19 +145,8 @@ fn grid_steps(value: f64, inverse: f64) -> i128 {
     }
 }
 
-/// A sum of grid steps as the `f64` it stands for, the step count first
-/// clamped to ±2^53. Clamping is a fixed 1-Lipschitz map: it never moves
-/// two sums further apart. Within it, the product is exact.
-pub(crate) fn steps_value(steps: i128, exponent: i32) -> f64 {
-    steps.clamp(-MAX_STEPS, MAX_STEPS) as f64 * 2f64.powi(exponent)
-}
-
-/// The grid steps of a sum [`steps_value`] gave (or a database computed
-/// as it does): a whole number of steps within ±2^53, so scaling by a
-/// power of two and converting are exact.
-pub(crate) fn steps_of_sum(sum: f64, exponent: i32) -> i128 {
-    (sum * 2f64.powi(-exponent)) as i128
-}
+/// How a sum leaves the engine: its whole number of grid steps.
+pub(crate) const STEPS_TYPE: DataType = DataType::Decimal128(38, 0);
 
 impl Accumulator for ExactSumAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
@@ -172,10 +173,7 @@ impl Accumulator for ExactSumAccumulator {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Float64(Some(steps_value(
-            self.steps,
-            self.exponent,
-        ))))
+        Ok(ScalarValue::Decimal128(Some(self.steps), 38, 0))
     }
 
     fn size(&self) -> usize {
@@ -219,10 +217,7 @@ impl GroupsAccumulator for ExactSumGroups {
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let steps = emit_to.take_needed(&mut self.steps);
-        let sums: Float64Array = steps
-            .into_iter()
-            .map(|s| steps_value(s, self.exponent))
-            .collect();
+        let sums = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
         Ok(Arc::new(sums))
     }
 
@@ -299,9 +294,9 @@ impl RowSum {
             .saturating_add(grid_steps(value, 2f64.powi(-exponent)));
     }
 
-    /// The sum, as the engine's accumulators give it.
-    pub(crate) fn value(self, exponent: i32) -> f64 {
-        steps_value(self.steps, exponent)
+    /// The sum in grid steps, as the engine's accumulators give it.
+    pub(crate) fn steps(self) -> i128 {
+        self.steps
     }
 }
 
@@ -320,11 +315,12 @@ mod tests {
 
     #[test]
     fn bounds_round_out_and_grids_are_fine_enough() {
-        assert_eq!(summation_grid(99999.0), 16 - 30);
-        assert_eq!(summation_grid(0.5), -31);
-        assert_eq!(summation_grid(1e300), 0);
-        assert_eq!(round_out_to_grid(90.0, summation_grid(90.0)), 90.0);
-        let exponent = summation_grid(0.3);
+        assert_eq!(summation_grid(99999.0, false), 16 - 30);
+        assert_eq!(summation_grid(99999.0, true), 0);
+        assert_eq!(summation_grid(0.5, false), -31);
+        assert_eq!(summation_grid(1e300, false), 0);
+        assert_eq!(round_out_to_grid(90.0, summation_grid(90.0, false)), 90.0);
+        let exponent = summation_grid(0.3, false);
         let out = round_out_to_grid(0.3, exponent);
         assert!(out >= 0.3 && out - 0.3 <= 2f64.powi(exponent));
         assert_eq!(round_out_to_grid(-0.3, exponent), -out);
@@ -352,7 +348,7 @@ mod tests {
 
     #[test]
     fn grouped_sums_equal_the_one_group_sums_whatever_the_batches() {
-        let exponent = summation_grid(100.0);
+        let exponent = summation_grid(100.0, false);
         let values: Vec<f64> = (0..1000)
             .map(|i| (i as f64 * 0.731).sin() * 100.0)
             .collect();
@@ -383,16 +379,16 @@ mod tests {
                 .map(|i| values[i])
                 .collect();
             single.update_batch(&[array(&mine)]).unwrap();
-            let ScalarValue::Float64(Some(expected)) = single.evaluate().unwrap() else {
+            let ScalarValue::Decimal128(Some(expected), 38, 0) = single.evaluate().unwrap() else {
                 panic!("a sum")
             };
-            assert_eq!(sums.as_primitive::<Float64Type>().value(group), expected);
+            assert_eq!(sums.as_primitive::<Decimal128Type>().value(group), expected);
         }
     }
 
     #[test]
     fn nulls_and_filtered_rows_add_nothing_in_groups_and_in_row_states() {
-        let exponent = summation_grid(10.0);
+        let exponent = summation_grid(10.0, true);
         let values: ArrayRef = Arc::new(Float64Array::from(vec![
             Some(1.0),
             None,
@@ -414,8 +410,8 @@ mod tests {
             .unwrap();
         let sums = grouped.evaluate(EmitTo::All).unwrap();
         assert_eq!(
-            sums.as_primitive::<Float64Type>().values().to_vec(),
-            [1.0, 8.0]
+            sums.as_primitive::<Decimal128Type>().values().to_vec(),
+            [1, 8]
         );
         let rows = grouped.convert_to_state(&[values], Some(&filter)).unwrap();
         let rows = rows[0].as_primitive::<Decimal128Type>();
@@ -428,7 +424,7 @@ mod tests {
 
     #[test]
     fn sums_are_exact_whatever_the_order() {
-        let exponent = summation_grid(2f64.powi(40));
+        let exponent = summation_grid(2f64.powi(40), false);
         let values = [2f64.powi(40), 1.0, -2f64.powi(40), 1.0, 0.25];
         let mut forward = ExactSumAccumulator { exponent, steps: 0 };
         let mut backward = ExactSumAccumulator { exponent, steps: 0 };
@@ -439,6 +435,56 @@ mod tests {
             .update_batch(&[array(values.iter().rev().copied().collect())])
             .unwrap();
         assert_eq!(forward.evaluate().unwrap(), backward.evaluate().unwrap());
-        assert_eq!(forward.evaluate().unwrap(), ScalarValue::Float64(Some(2.0)));
+        // Never coarser than 1: 2.25 is 2 steps of 1 (a quarter rounds to 0).
+        assert_eq!(exponent, 0);
+        assert_eq!(
+            forward.evaluate().unwrap(),
+            ScalarValue::Decimal128(Some(2), 38, 0)
+        );
+    }
+
+    /// Ten million values at the bound: a total of 2^53.7 steps, past what
+    /// a double holds exactly, still exact in steps (the old sum stopped
+    /// at 2^53 steps and answered 536,870,912 for 900,000,000).
+    #[test]
+    fn totals_past_two_to_the_53_steps_stay_exact() {
+        let exponent = summation_grid(90.0, false);
+        let mut groups = ExactSumGroups {
+            exponent,
+            steps: Vec::new(),
+        };
+        let batch: ArrayRef = Arc::new(Float64Array::from(vec![90.0; 100_000]));
+        for _ in 0..100 {
+            groups
+                .update_batch(std::slice::from_ref(&batch), &[0; 100_000], None, 1)
+                .unwrap();
+        }
+        let sums = groups.evaluate(EmitTo::All).unwrap();
+        let steps = sums.as_primitive::<Decimal128Type>().value(0);
+        assert!(steps > 1 << 53);
+        let total = dpkit_core::lattice::GridValue::new(steps, exponent);
+        assert_eq!(total.to_f64(), 900_000_000.0);
+    }
+
+    /// The integer grid rounds each value, ties upwards: −0.5 and 7.5 are
+    /// 0 and 8, so a value moved by 8 moves the sum by 8, never 9 (as
+    /// rounding the total half away from zero could).
+    #[test]
+    fn whole_number_grids_round_each_value_translation_invariantly() {
+        let sum = |values: Vec<f64>| {
+            let mut one = ExactSumAccumulator {
+                exponent: summation_grid(8.0, true),
+                steps: 0,
+            };
+            one.update_batch(&[Arc::new(Float64Array::from(values)) as ArrayRef])
+                .unwrap();
+            one.steps
+        };
+        assert_eq!(sum(vec![-0.5]), 0);
+        assert_eq!(sum(vec![7.5]), 8);
+        assert_eq!(
+            sum(vec![-0.5, -0.5, -0.5]) + 8 * 3,
+            sum(vec![7.5, 7.5, 7.5])
+        );
     }
 }

@@ -103,6 +103,21 @@ pub struct PlannedNoise {
 }
 
 impl PlannedNoise {
+    /// How far converting the release `noisy` to the nearest double can
+    /// have moved it: nothing within 2^53 of its output spacings, where
+    /// every output is a double; beyond, half a unit in the last place.
+    /// Intervals include it, so they hold at any size.
+    pub(crate) fn conversion_slack(&self, noisy: f64) -> f64 {
+        let Noise::Additive(noise) = &self.noise else {
+            return 0.0;
+        };
+        if noisy.abs() < 2f64.powi(53) * noise.output_spacing() {
+            0.0
+        } else {
+            noisy.abs() * f64::EPSILON / 2.0
+        }
+    }
+
     /// The mechanism's name.
     pub fn mechanism(&self) -> &'static str {
         match &self.noise {

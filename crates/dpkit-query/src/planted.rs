@@ -23,6 +23,16 @@ pub enum Hole {
     InferredTypes = 16,
     /// Sums computed in floating point, in whatever order.
     FloatingPointSums = 32,
+    /// A subquery's computed column borrows the facts (whole numbers,
+    /// bounds, domain) of the table's column of the same name.
+    BorrowedFacts = 64,
+    /// Whole-number sums added on a fine grid and rounded as totals, half
+    /// away from zero (not translation invariant across 0), instead of
+    /// each value rounded ties upwards before it is added.
+    RoundedTotals = 128,
+    /// Regular expressions and LIKE patterns run by Arrow's regex engine,
+    /// whose cost per row grows with the pattern's size.
+    BacktrackingPatterns = 256,
 }
 
 static PLANTED: AtomicU32 = AtomicU32::new(0);

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use rand_core::CryptoRng;
 use serde::{Deserialize, Serialize};
 
+use dpkit_core::lattice::GridValue;
+
 use crate::error::Result;
-use crate::exact_sum::{steps_of_sum, steps_value};
 pub(crate) use crate::noise_plan::Noise;
 pub use crate::noise_plan::{
     MechanismChoice, NoisePlan, PlannedNoise, ReleaseSettings, composite_error, plan_noise,
@@ -21,9 +22,10 @@ use crate::plan::{KeySelection, OutputColumn, PrivateQuery, QuantileRole};
 pub struct ExactGroups {
     /// One key per group (one string per GROUP BY column), each once.
     pub keys: Vec<Vec<String>>,
-    /// `values[g][m]`: group g's measurement m (NULL sums are 0; for a
-    /// quantile's measurement, how many values it counted).
-    pub values: Vec<Vec<f64>>,
+    /// `values[g][m]`: group g's measurement m, exactly: a count, or a sum
+    /// in whole steps of its summation grid, of any size (NULL sums are 0;
+    /// for a quantile's measurement, how many values it counted).
+    pub values: Vec<Vec<GridValue>>,
     /// `histograms[g][m]`: group g's non-empty cells and their counts for a
     /// quantile's measurement m, by cell (empty for the others). Sparse, so
     /// that a group costs what its rows cost, not what the grid does.
@@ -34,31 +36,20 @@ impl ExactGroups {
     /// The groups of `rows`, merged by key. Keys are what the answer
     /// prints: engine groups that print alike (+NaN and −NaN, say) are one
     /// key, and their measurements add up, so that no key is released twice.
-    pub fn merged(rows: impl IntoIterator<Item = (Vec<String>, Vec<f64>)>) -> Self {
+    pub fn merged(rows: impl IntoIterator<Item = (Vec<String>, Vec<GridValue>)>) -> Self {
         Self::merged_with_histograms(
             rows.into_iter()
                 .map(|(key, values)| (key, values, Vec::new())),
-            &[],
         )
     }
 
     /// As [`ExactGroups::merged`], with each row's per-cell counts (which
-    /// add up cell by cell). `grids[m]` is the summation grid's exponent
-    /// when measurement `m` is an exact sum: its parts add up in whole grid
-    /// steps, clamped once to ±2^53 at the end as the engine's own sums are
-    /// (in floating point, parts beyond 2^53 steps would round).
+    /// add up cell by cell). Parts of a sum add up in whole grid steps, as
+    /// the engine's own sums do: nothing is rounded on the way.
     pub fn merged_with_histograms(
-        rows: impl IntoIterator<Item = (Vec<String>, Vec<f64>, Vec<Cells>)>,
-        grids: &[Option<i32>],
+        rows: impl IntoIterator<Item = (Vec<String>, Vec<GridValue>, Vec<Cells>)>,
     ) -> Self {
-        let grid = |m: usize| grids.get(m).copied().flatten();
-        let steps_of = |values: &[f64]| -> Vec<i128> {
-            let of = |(m, v): (usize, &f64)| grid(m).map_or(0, |e| steps_of_sum(*v, e));
-            values.iter().enumerate().map(of).collect()
-        };
         let mut merged = Self::default();
-        // A group's sums in steps, once a second part of it comes.
-        let mut steps: Vec<Option<Vec<i128>>> = Vec::new();
         let mut index: HashMap<Vec<String>, usize> = HashMap::new();
         for (key, values, histograms) in rows {
             #[cfg(feature = "planted-holes")]
@@ -71,13 +62,8 @@ impl ExactGroups {
             let key_seen = index.get(&key);
             match key_seen {
                 Some(&at) => {
-                    let totals = steps[at].get_or_insert_with(|| steps_of(&merged.values[at]));
-                    for (m, (part, value)) in steps_of(&values).into_iter().zip(values).enumerate()
-                    {
-                        totals[m] += part;
-                        if grid(m).is_none() {
-                            merged.values[at][m] += value;
-                        }
+                    for (total, part) in merged.values[at].iter_mut().zip(values) {
+                        *total = total.saturating_add(part);
                     }
                     // Put together here, put in order once at the end: a
                     // database sends a group's cells one row each.
@@ -87,18 +73,9 @@ impl ExactGroups {
                 }
                 None => {
                     index.insert(key.clone(), merged.keys.len());
-                    steps.push(None);
                     merged.keys.push(key);
                     merged.values.push(values);
                     merged.histograms.push(histograms);
-                }
-            }
-        }
-        for (values, steps) in merged.values.iter_mut().zip(&steps) {
-            let Some(steps) = steps else { continue };
-            for (m, value) in values.iter_mut().enumerate() {
-                if let Some(exponent) = grid(m) {
-                    *value = steps_value(steps[m], exponent);
                 }
             }
         }
@@ -168,12 +145,16 @@ pub struct ReleasedTable {
 /// (its lower end, value or upper end by the choice's role).
 fn released<R: CryptoRng + ?Sized>(
     noise: &Noise,
-    value: f64,
+    value: GridValue,
     counts: &[(usize, u64)],
     rng: &mut R,
 ) -> Result<f64> {
     match noise {
-        Noise::Additive(noise) => Ok(noise.release(value, rng)?),
+        Noise::Additive(noise) => {
+            #[cfg(feature = "planted-holes")]
+            let value = planted_rounded_total(noise, value);
+            Ok(noise.release_exact(value, rng)?)
+        }
         Noise::Quantile {
             selection,
             grid,
@@ -195,6 +176,18 @@ fn released<R: CryptoRng + ?Sized>(
             })
         }
     }
+}
+
+/// The hole: a total rounded half away from zero for integer noise.
+#[cfg(feature = "planted-holes")]
+fn planted_rounded_total(
+    noise: &dpkit_core::mechanism::AdditiveNoise,
+    value: GridValue,
+) -> GridValue {
+    if crate::planted::is_planted(crate::planted::Hole::RoundedTotals) && noise.is_integer() {
+        return GridValue::whole(value.to_f64().round() as i128);
+    }
+    value
 }
 
 /// Adds the noise to `exact`, selects keys and builds the answer.
@@ -226,7 +219,9 @@ pub fn release<R: CryptoRng + ?Sized>(
     let mut rows = Vec::new();
     for (key, group) in candidates {
         let release_one = |m: usize, rng: &mut R| {
-            let value = group.map_or(0.0, |g| exact.values[g].get(m).copied().unwrap_or(0.0));
+            let value = group
+                .and_then(|g| exact.values[g].get(m).copied())
+                .unwrap_or_default();
             let counts = group
                 .and_then(|g| exact.histograms.get(g))
                 .and_then(|h| h.get(m))
@@ -303,23 +298,24 @@ fn compare_cells(a: &Cell, b: &Cell) -> std::cmp::Ordering {
 mod tests {
     use super::*;
 
-    /// Parts of one exact sum add up in whole grid steps: in floating
-    /// point, 2^53 − 1 and 2 would round to 2^53 before −3 is added. The
-    /// total is clamped once, at the end, as the engine clamps its sums.
+    /// Parts of one exact sum add up in whole grid steps, past 2^53 and
+    /// in any order: in floating point, 2^53 − 1 and 2 would round to 2^53
+    /// before −3 is added.
     #[test]
-    fn parts_of_exact_sums_add_up_exactly_and_are_clamped_once() {
-        let big = 2f64.powi(53);
+    fn parts_of_exact_sums_add_up_exactly() {
+        let big = 1i128 << 53;
         for exponent in [0, -30, 12] {
-            let step = 2f64.powi(exponent);
-            let row = |steps: f64, count: f64| (vec!["k".to_string()], vec![steps * step, count]);
-            let parts = [row(big - 1.0, 1.0), row(2.0, 2.0), row(-3.0, 3.0)];
-            let rows = parts.map(|(k, v)| (k, v, Vec::new()));
-            let merged = ExactGroups::merged_with_histograms(rows, &[Some(exponent), None]);
-            assert_eq!(merged.values, [vec![(big - 2.0) * step, 6.0]]);
-            let over = [row(big, 0.0), row(big, 0.0), row(-big, 0.0)];
-            let rows = over.map(|(k, v)| (k, v, Vec::new()));
-            let merged = ExactGroups::merged_with_histograms(rows, &[Some(exponent), None]);
-            assert_eq!(merged.values[0][0], big * step);
+            let row = |steps: i128, count: i128| {
+                (
+                    vec!["k".to_string()],
+                    vec![GridValue::new(steps, exponent), GridValue::whole(count)],
+                )
+            };
+            let merged = ExactGroups::merged([row(big - 1, 1), row(2, 2), row(-3, 3)]);
+            let expected = vec![GridValue::new(big - 2, exponent), GridValue::whole(6)];
+            assert_eq!(merged.values, [expected]);
+            let over = ExactGroups::merged([row(big, 0), row(big, 0), row(-big, 0)]);
+            assert_eq!(over.values[0][0], GridValue::new(big, exponent));
         }
     }
 }

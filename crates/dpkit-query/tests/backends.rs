@@ -72,7 +72,11 @@ const SQLITE_ONLY: &[&str] = &[
      AND length(\"native-country\") > 5 AND education ~ '^[A-Z]'",
 ];
 
-type Group = (Vec<String>, Vec<f64>, Vec<dpkit_query::release::Cells>);
+type Group = (
+    Vec<String>,
+    Vec<dpkit_core::lattice::GridValue>,
+    Vec<dpkit_query::release::Cells>,
+);
 
 /// The exact groups of `sql`, in key order (engines order groups their own way).
 fn exact(engine: &QueryEngine, sql: &str) -> Vec<Group> {
@@ -680,7 +684,11 @@ fn a_database_table_opened_in_memory_is_queried_where_it_lives() {
     let description = in_database(PEOPLE_DESCRIPTION, "sqlite = \"t.sqlite\"", &dir);
     let engine = QueryEngine::open_in_memory(description).unwrap();
     let groups = exact(&engine, "SELECT COUNT(*) AS n FROM t");
-    assert_eq!(groups[0].1, [4.0], "every row is counted, none copied away");
+    assert_eq!(
+        groups[0].1,
+        [dpkit_core::lattice::GridValue::whole(4)],
+        "every row is counted, none copied away"
+    );
 }
 
 /// SQLite text that is not UTF-8 has no key: its row never joins the
@@ -702,6 +710,9 @@ fn sqlite_text_that_is_not_utf8_is_no_key() {
     let engine =
         QueryEngine::open(in_database(&description, "sqlite = \"c.sqlite\"", &dir)).unwrap();
     let groups = exact(&engine, "SELECT grp, COUNT(*) AS n FROM c GROUP BY grp");
-    let counts: Vec<(String, f64)> = groups.iter().map(|g| (g.0[0].clone(), g.1[0])).collect();
+    let counts: Vec<(String, f64)> = groups
+        .iter()
+        .map(|g| (g.0[0].clone(), g.1[0].to_f64()))
+        .collect();
     assert_eq!(counts, [(String::new(), 1.0), ("a".to_string(), 1.0)]);
 }

@@ -320,7 +320,7 @@ fn sums_move_by_at_most_the_bound_and_floating_point_sums_are_caught() {
         let sums = [("fp-a", with), ("fp-b", without)].map(|(name, csv)| {
             let f = Fixture::new(name, "t.csv", &csv, &description, 1.0);
             let query = f.engine.plan("SELECT SUM(salary) FROM t").unwrap();
-            f.engine.exact(&query).unwrap().values[0][0]
+            f.engine.exact(&query).unwrap().values[0][0].to_f64()
         });
         (sums[0] - sums[1]).abs()
     };
@@ -369,4 +369,49 @@ fn a_changed_person_is_covered_when_the_description_says_replace() {
         run(&a.engine, &b.engine, sql, auto, &statistic),
         "add-remove only",
     );
+}
+
+/// The attack on computed columns: a subquery's column named like the
+/// table's whole-number column `level` (bounds [−8, 8]) holds −0.5 for
+/// everyone but dan, who holds 8. Borrowing the real column's `integer`
+/// fact put the sum on integer noise over the total rounded half away
+/// from zero: −2.5 → −3 without dan, 5.5 → 6 with him, a move of 9 > Δ = 8,
+/// which the discrete staircase charges about twice for. Now the column's
+/// range comes from its CASE ([−0.5, 8], not whole), and whole-number sums
+/// round each value ties upwards; each defence alone closes it.
+#[test]
+fn a_computed_column_borrows_no_fact_and_rounding_is_translation_invariant() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    let description = "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"row\"\n\
+                       [budget]\nepsilon = 100.0\n\
+                       [columns.name]\ntype = \"text\"\n\
+                       [columns.level]\ntype = \"integer\"\nbounds = [-8, 8]\n";
+    let others: String = (0..5).map(|i| format!("p{i},0\n")).collect();
+    let open = |name: &str, csv: &str| Fixture::new(name, "t.csv", csv, description, 100.0);
+    let with = open("audit-borrow-a", &format!("name,level\ndan,0\n{others}"));
+    let without = open("audit-borrow-b", &format!("name,level\n{others}"));
+    let sql = "SELECT SUM(level) FROM \
+               (SELECT CASE WHEN name = 'dan' THEN 8 ELSE -0.5 END AS level FROM t) s";
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let staircase = settings(1.0, 0.0, MechanismChoice::Staircase);
+    let audit = || run(&with.engine, &without.engine, sql, staircase, &first);
+    let whole = || {
+        let query = with.engine.plan(sql).unwrap();
+        matches!(
+            query.measurements[0],
+            dpkit_query::plan::Measurement::Sum { integer: true, .. }
+        )
+    };
+    assert!(!whole(), "the computed column is not whole-numbered");
+    passes(audit(), "no borrowed facts, values rounded one by one");
+    plant(Hole::BorrowedFacts);
+    assert!(whole(), "the planted hole borrows the fact");
+    passes(audit(), "borrowed facts, but values rounded one by one");
+    clear();
+    plant(Hole::RoundedTotals);
+    passes(audit(), "totals rounded, but no borrowed facts");
+    plant(Hole::BorrowedFacts);
+    caught(audit(), "borrowed facts and rounded totals");
+    clear();
 }

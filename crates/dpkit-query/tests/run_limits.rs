@@ -16,7 +16,9 @@ use fixture::{adult_description, settings};
 const GROUPS: &str = "SELECT education, occupation, COUNT(*), SUM(\"hours-per-week\") FROM adult GROUP BY education, occupation";
 
 /// Groups by key, whatever order the engine gave them in.
-fn sorted(exact: dpkit_query::release::ExactGroups) -> Vec<(Vec<String>, Vec<f64>)> {
+fn sorted(
+    exact: dpkit_query::release::ExactGroups,
+) -> Vec<(Vec<String>, Vec<dpkit_core::lattice::GridValue>)> {
     let mut groups: Vec<_> = exact.keys.into_iter().zip(exact.values).collect();
     groups.sort_by(|a, b| a.0.cmp(&b.0));
     groups

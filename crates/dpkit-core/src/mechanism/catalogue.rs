@@ -13,6 +13,7 @@ use super::{
 };
 use crate::accuracy::NoiseAccuracy;
 use crate::error::{Error, Result};
+use crate::lattice::GridValue;
 use crate::sensitivity::LossGrowth;
 
 /// What a mechanism releases.
@@ -192,6 +193,14 @@ pub enum AdditiveNoise {
     DiscreteGaussian(DiscreteGaussian),
 }
 
+/// The whole number nearest to `value`, ties upwards (saturating at the
+/// ends of `i64`; NaN gives 0): `⌊value + 1/2⌋` without the rounding of
+/// that addition.
+fn nearest_whole(value: f64) -> i64 {
+    let floor = value.floor();
+    (floor + f64::from(u8::from(value - floor >= 0.5))) as i64
+}
+
 fn whole(sensitivity: f64) -> Result<u64> {
     if sensitivity >= 1.0 && sensitivity.fract() == 0.0 && sensitivity <= 1e15 {
         Ok(sensitivity as u64)
@@ -284,10 +293,12 @@ impl AdditiveNoise {
         }
     }
 
-    /// `exact` plus noise. Integer noise takes `exact` rounded to a whole
-    /// number (counts and sums of whole numbers are whole already).
+    /// `exact` plus noise. Integer noise takes `exact` rounded to the
+    /// nearest whole number, ties upwards (counts and sums of whole numbers
+    /// are whole already): translation invariant, so values `Δ` apart stay
+    /// at most `⌈Δ⌉` apart.
     pub fn release<R: CryptoRng + ?Sized>(&self, exact: f64, rng: &mut R) -> Result<f64> {
-        let whole = || exact.round() as i64;
+        let whole = || nearest_whole(exact);
         Ok(match self {
             Self::Geometric(m) => m.privatize_with_rng(whole(), rng) as f64,
             Self::DiscreteStaircase(m) => m.privatize_with_rng(whole(), rng) as f64,
@@ -296,6 +307,50 @@ impl AdditiveNoise {
             Self::Staircase(m) => m.privatize_with_rng(exact, rng)?,
             Self::Gaussian(m) => m.privatize_with_rng(exact, rng)?,
         })
+    }
+
+    /// The exact value `exact` (a sum of grid steps of any size) plus noise,
+    /// with no rounding before the noise but the mechanism's own (to its
+    /// grid, or to a whole number ties upwards), and none after it but the
+    /// final conversion to the nearest double, whose relative error is at
+    /// most 2⁻⁵³.
+    ///
+    /// ```
+    /// use dpkit_core::lattice::GridValue;
+    /// use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
+    /// use dpkit_core::rng::InsecureSeededRng;
+    /// let noise = AdditiveNoise::build(MechanismKind::Geometric, 1000.0, 0.0, 1.0).unwrap();
+    /// let mut rng = InsecureSeededRng::from_seed_for_testing(7);
+    /// let total = GridValue::new(15_099_494_400_000_000, -24); // 900,000,000
+    /// let released = noise.release_exact(total, &mut rng).unwrap();
+    /// assert!((released - 900_000_000.0).abs() <= 1.0);
+    /// ```
+    pub fn release_exact<R: CryptoRng + ?Sized>(
+        &self,
+        exact: GridValue,
+        rng: &mut R,
+    ) -> Result<f64> {
+        match self {
+            Self::Geometric(m) => m.privatize_exact_with_rng(exact, rng),
+            Self::DiscreteStaircase(m) => m.privatize_exact_with_rng(exact, rng),
+            Self::DiscreteGaussian(m) => m.privatize_exact_with_rng(exact, rng),
+            Self::Laplace(m) => m.privatize_exact_with_rng(exact, rng),
+            Self::Staircase(m) => m.privatize_exact_with_rng(exact, rng),
+            Self::Gaussian(m) => m.privatize_exact_with_rng(exact, rng),
+        }
+    }
+
+    /// The spacing of its outputs: 1 for integer noise, its grid's for
+    /// real noise. An exact release of a total within 2^53 spacings is an
+    /// exact double; beyond, [`AdditiveNoise::release_exact`] rounds it to
+    /// the nearest, by at most a relative 2⁻⁵³.
+    pub fn output_spacing(&self) -> f64 {
+        match self {
+            Self::Laplace(m) => m.lattice().spacing(),
+            Self::Staircase(m) => m.lattice().spacing(),
+            Self::Gaussian(m) => m.lattice().spacing(),
+            Self::Geometric(_) | Self::DiscreteStaircase(_) | Self::DiscreteGaussian(_) => 1.0,
+        }
     }
 
     /// The privacy one release provides (each value of a slice, separately).
@@ -323,7 +378,7 @@ impl AdditiveNoise {
             Self::Staircase(m) => m.privatize_slice_with_rng(values, rng),
             Self::Gaussian(m) => m.privatize_slice_with_rng(values, rng),
             _ => {
-                let mut whole: Vec<i64> = values.iter().map(|v| v.round() as i64).collect();
+                let mut whole: Vec<i64> = values.iter().map(|&v| nearest_whole(v)).collect();
                 self.release_integer_slice(&mut whole, rng)?;
                 for (value, released) in values.iter_mut().zip(whole) {
                     *value = released as f64;

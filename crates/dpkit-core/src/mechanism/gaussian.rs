@@ -7,13 +7,13 @@ use std::f64::consts::{PI, SQRT_2};
 use rand_core::CryptoRng;
 
 use super::{
-    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_slice_on_lattice,
-    require_integer_sensitivity, saturating_release,
+    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_exact_on_lattice,
+    release_slice_on_lattice, require_integer_sensitivity, saturating_release,
 };
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
 use crate::error::{Error, Result, require_positive};
-use crate::lattice::Lattice;
+use crate::lattice::{GridValue, Lattice};
 use crate::sampling::DiscreteGaussianSampler;
 use crate::shared_tables::SharedTables;
 
@@ -417,6 +417,14 @@ impl RealMechanism for Gaussian {
         Ok(self
             .lattice
             .value_at(index.saturating_add(self.noise.sampler.sample(rng))))
+    }
+
+    fn privatize_exact_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        value: GridValue,
+        rng: &mut R,
+    ) -> Result<f64> {
+        release_exact_on_lattice(&self.lattice, value, self.noise.sampler.sample(rng))
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(

@@ -2,11 +2,14 @@
 
 use rand_core::CryptoRng;
 
-use super::{CALIBRATION_MARGIN, RealMechanism, release_slice_on_lattice, require_within_declared};
+use super::{
+    CALIBRATION_MARGIN, RealMechanism, release_exact_on_lattice, release_slice_on_lattice,
+    require_within_declared,
+};
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
 use crate::error::{Result, require_positive};
-use crate::lattice::Lattice;
+use crate::lattice::{GridValue, Lattice};
 use crate::sampling::TwoSidedGeometricSampler;
 
 /// Grid points per `min(Δ, λ)`: at least 2^10 (rounding moves a value by at
@@ -97,6 +100,14 @@ impl RealMechanism for Laplace {
         Ok(self
             .lattice
             .value_at(index.saturating_add(self.noise.sample(rng))))
+    }
+
+    fn privatize_exact_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        value: GridValue,
+        rng: &mut R,
+    ) -> Result<f64> {
+        release_exact_on_lattice(&self.lattice, value, self.noise.sample(rng))
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(

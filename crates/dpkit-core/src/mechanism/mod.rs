@@ -20,6 +20,7 @@ use rand_core::CryptoRng;
 
 use crate::accounting::PrivacyLoss;
 use crate::error::{Error, Result};
+use crate::lattice::GridValue;
 use crate::rng::with_thread_secure_rng;
 
 mod catalogue;
@@ -90,6 +91,17 @@ pub trait RealMechanism {
         rng: &mut R,
     ) -> Result<()>;
 
+    /// Releases the exact value `value` (a sum of grid steps of any size):
+    /// rounded to this mechanism's grid in integers, the noise added in 128
+    /// bits, and the result rounded once to the nearest double. The privacy
+    /// argument is the one above, without its range limit: see
+    /// [`crate::lattice::Lattice::index_of_exact`].
+    fn privatize_exact_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        value: GridValue,
+        rng: &mut R,
+    ) -> Result<f64>;
+
     /// The guarantee of one release.
     fn privacy(&self) -> PrivacyLoss;
 
@@ -115,6 +127,25 @@ pub trait IntegerMechanism {
         for value in values {
             *value = self.privatize_with_rng(*value, rng);
         }
+    }
+
+    /// Releases the exact value `value` of any size: rounded to the nearest
+    /// whole number (ties upwards, which is translation invariant, so two
+    /// values `Δ` apart land at most `⌈Δ⌉` apart, the move the noise is
+    /// calibrated for), the noise added in 128 bits, and the result rounded
+    /// once to the nearest double (post-processing).
+    fn privatize_exact_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        value: GridValue,
+        rng: &mut R,
+    ) -> Result<f64> {
+        let whole = value
+            .steps_on(0)
+            .filter(|w| w.unsigned_abs() < 1 << 120)
+            .ok_or(Error::ValueOutOfRange)?;
+        // The release of 0 is the noise alone.
+        let noise = self.privatize_with_rng(0, rng);
+        Ok(GridValue::whole(whole + i128::from(noise)).to_f64())
     }
 
     /// The guarantee of one release.
@@ -158,6 +189,17 @@ pub(crate) fn release_slice_on_lattice(
         }
     }
     Ok(())
+}
+
+/// The exact value `value` released on `lattice` with `noise` grid steps.
+#[inline]
+pub(crate) fn release_exact_on_lattice(
+    lattice: &crate::lattice::Lattice,
+    value: GridValue,
+    noise: i64,
+) -> Result<f64> {
+    let index = lattice.index_of_exact(value)?;
+    Ok(lattice.value_at_exact(index + i128::from(noise)))
 }
 
 /// A block filler for [`release_slice_on_lattice`] from a one-draw sampler.

@@ -6,13 +6,14 @@ use rand_core::CryptoRng;
 
 use super::staircase_noise::StaircaseNoise;
 use super::{
-    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, one_by_one, release_slice_on_lattice,
-    require_integer_sensitivity, require_within_declared, saturating_release,
+    CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, one_by_one, release_exact_on_lattice,
+    release_slice_on_lattice, require_integer_sensitivity, require_within_declared,
+    saturating_release,
 };
 use crate::accounting::PrivacyLoss;
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
 use crate::error::{Error, Result, require_positive, require_unit_interval};
-use crate::lattice::Lattice;
+use crate::lattice::{GridValue, Lattice};
 
 /// Grid points per Δ for the real-valued staircase: at least 2^20, so values
 /// up to 2^41·Δ fit the grid and the period is within 2⁻²⁰ of Δ.
@@ -165,6 +166,14 @@ impl RealMechanism for Staircase {
         Ok(self
             .lattice
             .value_at(index.saturating_add(self.noise.sample(rng))))
+    }
+
+    fn privatize_exact_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        value: GridValue,
+        rng: &mut R,
+    ) -> Result<f64> {
+        release_exact_on_lattice(&self.lattice, value, self.noise.sample(rng))
     }
 
     fn privatize_slice_with_rng<R: CryptoRng + ?Sized>(

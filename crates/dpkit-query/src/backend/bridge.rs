@@ -220,7 +220,8 @@ struct ExactSumAggregate {
     exponent: i32,
 }
 
-impl Aggregate<RowSum, Option<f64>> for ExactSumAggregate {
+/// Its steps leave SQLite as text: 128 bits do not fit an SQLite integer.
+impl Aggregate<RowSum, String> for ExactSumAggregate {
     fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<RowSum> {
         Ok(RowSum::default())
     }
@@ -234,8 +235,8 @@ impl Aggregate<RowSum, Option<f64>> for ExactSumAggregate {
         Ok(())
     }
 
-    fn finalize(&self, _: &mut Context<'_>, sum: Option<RowSum>) -> rusqlite::Result<Option<f64>> {
-        Ok(Some(sum.unwrap_or_default().value(self.exponent)))
+    fn finalize(&self, _: &mut Context<'_>, sum: Option<RowSum>) -> rusqlite::Result<String> {
+        Ok(sum.unwrap_or_default().steps().to_string())
     }
 }
 

@@ -60,13 +60,13 @@ pub(crate) struct PlaceholderAggregate {
 
 impl PlaceholderAggregate {
     /// The exact sum on the grid `2^exponent`, named by its grid
-    /// (`dpkit_exact_sum_m30` for 2^-30), as a Float64. `bounded`: every
+    /// (`dpkit_exact_sum_m30` for 2^-30), as whole steps. `bounded`: every
     /// value's grid steps are known to lie within ±2^32, so a database need
     /// not saturate them row by row (`dpkit_bounded_sum_m30`).
     pub(crate) fn exact_sum(exponent: i32, bounded: bool) -> Self {
         Self {
             name: exact_sum_name(exponent, bounded),
-            returns: DataType::Float64,
+            returns: crate::exact_sum::STEPS_TYPE,
             signature: Signature::any(1, Volatility::Immutable),
         }
     }

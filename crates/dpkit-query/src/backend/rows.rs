@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayBuilder, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, RecordBatch,
-    StringBuilder, StructBuilder,
+    ArrayBuilder, ArrayRef, BooleanBuilder, Decimal128Builder, Float64Builder, Int64Builder,
+    ListBuilder, RecordBatch, StringBuilder, StructBuilder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
@@ -21,6 +21,8 @@ pub(crate) enum Cell<'a> {
     Integer(i64),
     /// A double.
     Real(f64),
+    /// A whole number wider than 64 bits (Spark's `DECIMAL(38,0)`).
+    Wide(i128),
     /// Text (PostgreSQL returns every value as text).
     Text(&'a str),
 }
@@ -41,6 +43,8 @@ pub(crate) struct Rows {
 
 enum Column {
     Integer(Int64Builder),
+    /// An exact sum's whole number of grid steps.
+    Steps(Decimal128Builder),
     Real(Float64Builder),
     Text(StringBuilder),
     Boolean(BooleanBuilder),
@@ -57,6 +61,7 @@ impl Rows {
             .iter()
             .map(|field| match field.data_type() {
                 t if t.is_integer() => Ok(Column::Integer(Int64Builder::new())),
+                DataType::Decimal128(_, 0) => Ok(Column::Steps(Decimal128Builder::new())),
                 t if t.is_floating() => Ok(Column::Real(Float64Builder::new())),
                 // A key that is NULL in every row (`CASE … THEN NULL END`)
                 // is typed Null; it reads as text, which only NULLs fill.
@@ -94,6 +99,8 @@ impl Rows {
         let column = self.columns.get_mut(index).ok_or_else(shape_error)?;
         match (column, cell) {
             (Column::Integer(b), Cell::Null) => b.append_null(),
+            (Column::Steps(b), Cell::Null) => b.append_null(),
+            (Column::Steps(b), cell) => b.append_value(wide(cell)?),
             (Column::Real(b), Cell::Null) => b.append_null(),
             (Column::Text(b), Cell::Null) => b.append_null(),
             (Column::Boolean(b), Cell::Null) => b.append_null(),
@@ -117,19 +124,27 @@ impl Rows {
     }
 
     /// The batch: the schema's names, with the types read (integers as
-    /// Int64, reals as Float64, every column nullable).
+    /// Int64, exact sums' steps as Decimal128(38, 0), reals as Float64,
+    /// every column nullable).
     pub(crate) fn finish(self) -> Result<RecordBatch> {
         let arrays: Vec<ArrayRef> = self
             .columns
             .into_iter()
-            .map(|column| match column {
-                Column::Integer(mut b) => Arc::new(b.finish()) as ArrayRef,
-                Column::Real(mut b) => Arc::new(b.finish()),
-                Column::Text(mut b) => Arc::new(b.finish()),
-                Column::Boolean(mut b) => Arc::new(b.finish()),
-                Column::Cells(mut b) => Arc::new(b.finish()),
+            .map(|column| -> Result<ArrayRef> {
+                Ok(match column {
+                    Column::Integer(mut b) => Arc::new(b.finish()) as ArrayRef,
+                    Column::Steps(mut b) => Arc::new(
+                        b.finish()
+                            .with_precision_and_scale(38, 0)
+                            .map_err(|_| shape_error())?,
+                    ),
+                    Column::Real(mut b) => Arc::new(b.finish()),
+                    Column::Text(mut b) => Arc::new(b.finish()),
+                    Column::Boolean(mut b) => Arc::new(b.finish()),
+                    Column::Cells(mut b) => Arc::new(b.finish()),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let fields: Vec<Field> = self
             .schema
             .fields()
@@ -149,6 +164,17 @@ fn integer(cell: Cell<'_>) -> Result<i64> {
     }
 }
 
+/// A whole number of any size up to 128 bits: PostgreSQL's `numeric`
+/// sums arrive as text, Spark's `DECIMAL(38,0)` as wide integers.
+fn wide(cell: Cell<'_>) -> Result<i128> {
+    match cell {
+        Cell::Integer(i) => Ok(i128::from(i)),
+        Cell::Wide(i) => Ok(i),
+        Cell::Text(text) => text.trim().parse().map_err(|_| shape_error()),
+        _ => Err(shape_error()),
+    }
+}
+
 fn real(cell: Cell<'_>) -> Result<f64> {
     match cell {
         Cell::Real(x) => Ok(x),
@@ -157,7 +183,7 @@ fn real(cell: Cell<'_>) -> Result<f64> {
         Cell::Text("Infinity") => Ok(f64::INFINITY),
         Cell::Text("-Infinity") => Ok(f64::NEG_INFINITY),
         Cell::Text(text) => text.trim().parse().map_err(|_| shape_error()),
-        Cell::Null => Err(shape_error()),
+        Cell::Null | Cell::Wide(_) => Err(shape_error()),
     }
 }
 
@@ -208,7 +234,7 @@ fn cell_counts_of(text: &str) -> Result<Vec<(i64, i64)>> {
 mod tests {
     use super::*;
     use datafusion::arrow::array::{Array, AsArray};
-    use datafusion::arrow::datatypes::Int64Type;
+    use datafusion::arrow::datatypes::{Decimal128Type, Int64Type};
 
     #[test]
     fn text_and_native_values_build_the_schema_types() {
@@ -218,6 +244,7 @@ mod tests {
             Field::new("n", DataType::Int64, true),
             Field::new("s", DataType::Float64, true),
             Field::new("c", DataType::List(item), true),
+            Field::new("steps", DataType::Decimal128(38, 0), true),
         ]));
         let mut rows = Rows::new(schema).unwrap();
         for (i, cell) in [
@@ -225,6 +252,7 @@ mod tests {
             Cell::Text("42"),
             Cell::Text("-Infinity"),
             Cell::Text("3:2,1:5"),
+            Cell::Text("15099494400000000000"),
         ]
         .into_iter()
         .enumerate()
@@ -236,6 +264,7 @@ mod tests {
             Cell::Integer(7),
             Cell::Real(0.5),
             Cell::Text(""),
+            Cell::Wide(-(1 << 100)),
         ]
         .into_iter()
         .enumerate()
@@ -258,6 +287,8 @@ mod tests {
             &[2, 5]
         );
         assert_eq!(lists.value(1).len(), 0);
+        let steps = batch.column(4).as_primitive::<Decimal128Type>();
+        assert_eq!(steps.values(), &[15_099_494_400_000_000_000, -(1 << 100)]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint};
@@ -303,6 +303,8 @@ fn cell(array: &ArrayRef, row: usize) -> Result<Cell<'_>> {
                 .as_primitive::<Int64Type>()
                 .value(0),
         ),
+        // An exact sum's whole steps (see spelling::exact_sum).
+        DataType::Decimal128(_, 0) => Cell::Wide(array.as_primitive::<Decimal128Type>().value(row)),
         t if t.is_floating() || matches!(t, DataType::Decimal128(..)) => Cell::Real(
             cast(&array.slice(row, 1), &DataType::Float64)
                 .map_err(|_| shape_error())?

@@ -17,8 +17,6 @@ use crate::error::{QueryError, Result};
 /// Steps per row saturate here (the largest `float8` below 2^63, a valid
 /// `bigint`), as the embedded engine saturates at the ends of `i64`.
 const MAX_ROW_STEPS: &str = "9223372036854774784";
-/// The total is kept within ±2^53 steps, as in [`crate::exact_sum`].
-const MAX_STEPS: &str = "9007199254740992";
 /// The longest spelling of one expression (nested spellings included).
 const MAX_SPELLED_BYTES: usize = 1 << 20;
 /// `bigint`'s range.
@@ -502,19 +500,17 @@ fn sqlite_clamp(v: &str, low: &str, high: &str, centre: Option<&String>) -> Stri
 /// (whose result is a `bigint` in Spark), as the engine saturates at the
 /// ends of `i64`, and a value that is not finite adds none; unless the name
 /// says they are bounded (`dpkit_bounded_sum_m<k>`: a clamp to finite
-/// bounds, whose steps are within ±2^32). They are summed in an exact type:
-/// PostgreSQL's `SUM` of `bigint` is `numeric`; Spark sums bounded steps in
-/// two `bigint`s, their high and their low 16 bits, which cannot overflow
+/// bounds, whose steps are within ±2^32). They are summed in an exact type
+/// and sent as whole steps, never rounded to a double: PostgreSQL's `SUM`
+/// of `bigint` is `numeric` (sent as text); Spark sums bounded steps in two
+/// `bigint`s, their high and their low 16 bits, which cannot overflow
 /// before 2^47 rows in a group, and others in `DECIMAL(38,0)`. A group
-/// whose values are all NULL sums to 0 steps, as in the engine: SQL's `SUM`
-/// gives NULL, which `GREATEST` would skip, turning it into the lowest
-/// total. The total is kept within ±2^53 steps, then scaled.
+/// whose values are all NULL sums to 0 steps, as in the engine.
 fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
     let (exponent, bounded) = super::placeholder::exact_sum_exponent(name)?;
     let double = flavour.double();
     // Powers of two print as the shortest decimal that reads back exactly.
     let inverse = 2f64.powi(-exponent);
-    let grid = 2f64.powi(exponent);
     let shifted = format!("({v} * CAST('{inverse:e}' AS {double}) + 0.5)");
     let kept = if bounded {
         shifted
@@ -530,18 +526,15 @@ fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
         )
     };
     let steps = format!("CAST(FLOOR({kept}) AS BIGINT)");
-    let summed = match (flavour, bounded) {
+    Some(match (flavour, bounded) {
         // `shiftright` keeps the sign, so steps = high · 2^16 + low. Spark
         // adds `bigint`s as Java longs, but `DECIMAL(38,0)` as BigDecimal:
         // the private query took 3x the plain one with the latter.
         (Flavour::Spark, true) => format!(
-            "(CAST(SUM(shiftright({steps}, 16)) AS DECIMAL(38,0)) * 65536 + SUM({steps} & 65535))"
+            "(CAST(COALESCE(SUM(shiftright({steps}, 16)), 0) AS DECIMAL(38,0)) * 65536 \
+             + COALESCE(SUM({steps} & 65535), 0))"
         ),
-        (Flavour::Spark, false) => format!("SUM(CAST({steps} AS DECIMAL(38,0)))"),
-        _ => format!("SUM({steps})"),
-    };
-    Some(format!(
-        "(CAST(LEAST(GREATEST(COALESCE({summed}, 0), -{MAX_STEPS}), {MAX_STEPS}) \
-         AS {double}) * CAST('{grid:e}' AS {double}))"
-    ))
+        (Flavour::Spark, false) => format!("COALESCE(SUM(CAST({steps} AS DECIMAL(38,0))), 0)"),
+        _ => format!("CAST(COALESCE(SUM({steps}), 0) AS TEXT)"),
+    })
 }

@@ -8,6 +8,7 @@ use datafusion::functions_aggregate::expr_fn::{count, count_distinct};
 use datafusion::logical_expr::{Aggregate, Expr, lit, try_cast};
 
 use super::bounds::{Range, range_of};
+use super::lineage::Lineage;
 use super::moments::{average, dispersion_of};
 use super::quantiles;
 use super::{AggregateKind, AggregateRequest, Dispersion, Measurement, not_private, unalias};
@@ -63,7 +64,7 @@ pub(super) fn plan(
     aggregate: &Aggregate,
     schema: &DFSchema,
     sizes: &Sizes,
-    description: &Description,
+    lineage: &Lineage<'_>,
     reads_table: bool,
 ) -> Result<Measured> {
     let mut measured = Measured {
@@ -80,7 +81,7 @@ pub(super) fn plan(
             .name()
             .clone();
         let context = Context {
-            description,
+            lineage,
             reads_table,
         };
         let (kind, mine) = one(expr, &name, &mut totaliser, &context, &mut measured)?;
@@ -100,7 +101,8 @@ fn shown(expr: &Expr) -> String {
 
 /// What an aggregate is planned against.
 struct Context<'a> {
-    description: &'a Description,
+    /// Where its columns come from (and the description).
+    lineage: &'a Lineage<'a>,
     /// Whether FROM reads the table's own columns (no renaming subquery).
     reads_table: bool,
 }
@@ -112,7 +114,7 @@ fn one(
     context: &Context<'_>,
     measured: &mut Measured,
 ) -> Result<(AggregateKind, Vec<usize>)> {
-    let description = context.description;
+    let (lineage, description) = (context.lineage, context.lineage.description);
     let Expr::AggregateFunction(function) = unalias(expr) else {
         return Err(not_private(format!(
             "'{name}' is not an aggregate dpkit supports"
@@ -137,7 +139,7 @@ fn one(
         && let Some(request) = quantiles::requested(&function_name, &params.args, &params.order_by)
     {
         let (p, argument) = request?;
-        let argument = bounded(&function_name, unalias(argument), totaliser, description)?;
+        let argument = bounded(&function_name, unalias(argument), totaliser, lineage)?;
         return Ok(quantiles::quantile(p, argument, measured));
     }
     if params.filter.is_some() || !params.order_by.is_empty() {
@@ -150,7 +152,7 @@ fn one(
     if let (Some(dispersion), Some(argument), 1) =
         (Dispersion::of(&function_name), argument, params.args.len())
     {
-        let argument = bounded(&function_name, argument, totaliser, description)?;
+        let argument = bounded(&function_name, argument, totaliser, lineage)?;
         return dispersion_of(dispersion, argument, measured);
     }
     match (function_name.as_str(), argument, params.args.len()) {
@@ -162,11 +164,11 @@ fn one(
             Ok((AggregateKind::CountColumn(shown(argument)), vec![m]))
         }
         ("sum", Some(argument), 1) => {
-            let argument = bounded(&function_name, argument, totaliser, description)?;
+            let argument = bounded(&function_name, argument, totaliser, lineage)?;
             Ok(sum(argument, measured))
         }
         ("avg", Some(argument), 1) => {
-            let argument = bounded(&function_name, argument, totaliser, description)?;
+            let argument = bounded(&function_name, argument, totaliser, lineage)?;
             average(argument, measured)
         }
         (name, _, _) if is_supported(name) => Err(not_private(format!(
@@ -199,11 +201,11 @@ pub(super) fn bounded(
     function_name: &str,
     argument: &Expr,
     totaliser: &mut Totaliser<'_>,
-    description: &Description,
+    lineage: &Lineage<'_>,
 ) -> Result<Bounded> {
     let upper = function_name.to_uppercase();
     let column = shown(argument);
-    let range = match range_of(argument, description) {
+    let range = match range_of(argument, lineage) {
         Ok(Some(range)) => range,
         Ok(None) => return Err(not_private(format!("{upper}() of NULL: nothing to add up"))),
         Err(()) => {
@@ -259,7 +261,7 @@ pub(super) fn add_sum(value: Expr, range: Range, measured: &mut Measured) -> usi
 
 /// The bounds rounded out to the summation grid, and the grid's exponent.
 fn summation_bounds(range: Range) -> ((f64, f64), i32) {
-    let exponent = summation_grid(range.low.abs().max(range.high.abs()));
+    let exponent = summation_grid(range.low.abs().max(range.high.abs()), range.integer);
     (
         (
             round_out_to_grid(range.low, exponent),

@@ -8,8 +8,9 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema};
 use datafusion::logical_expr::{Aggregate, Expr, lit, when};
 
+use super::lineage::Lineage;
 use super::{DomainOf, KeySelection, not_private, sql_error, unalias};
-use crate::description::{ColumnKind, Description};
+use crate::description::ColumnKind;
 use crate::error::Result;
 use crate::total::{Sizes, Totaliser};
 
@@ -45,7 +46,7 @@ pub(super) fn plan(
     aggregate: &Aggregate,
     schema: &DFSchema,
     sizes: &Sizes,
-    description: &Description,
+    lineage: &Lineage<'_>,
     domain_of: &mut DomainOf<'_>,
 ) -> Result<Keys> {
     let mut exprs = Vec::new();
@@ -60,7 +61,7 @@ pub(super) fn plan(
         }
         names.push(aggregate.schema.field(index).name().clone());
         let total = totaliser.total(expr)?.expr;
-        let (rewritten, domain) = key(expr, total, schema, description, domain_of)?;
+        let (rewritten, domain) = key(expr, total, schema, lineage, domain_of)?;
         exprs.push(rewritten.alias(format!("__dpkit_key_{index}")));
         domains.push(domain);
     }
@@ -83,11 +84,16 @@ fn key(
     original: &Expr,
     total: Expr,
     schema: &DFSchema,
-    description: &Description,
+    lineage: &Lineage<'_>,
     domain_of: &mut DomainOf<'_>,
 ) -> Result<(Expr, Option<Vec<String>>)> {
     let columns = columns_of(original);
-    let facts = columns.first().and_then(|c| description.column(c));
+    // The description's facts, only for the table's own column.
+    let refs: Vec<&Column> = original.column_refs().into_iter().collect();
+    let facts = match refs.as_slice() {
+        [only] => lineage.facts(only),
+        _ => None,
+    };
     let bare_column = matches!(unalias(original), Expr::Column(_));
     match (columns.as_slice(), facts) {
         ([_], Some(facts)) if bare_column && facts.domain.is_some() => {
@@ -115,10 +121,7 @@ fn key(
             ))
         }
         ([column], _) if bare_column => {
-            if description
-                .column(column)
-                .is_some_and(|f| f.kind == ColumnKind::Real)
-            {
+            if facts.is_some_and(|f| f.kind == ColumnKind::Real) {
                 return Err(not_private(format!(
                     "GROUP BY over the real-valued '{column}' needs bins: group by an \
                      expression over a bounded integer column"

@@ -13,6 +13,7 @@ mod aggregates;
 mod bounds;
 mod input;
 mod keys;
+mod lineage;
 mod moments;
 mod outputs;
 mod quantiles;
@@ -179,8 +180,8 @@ pub enum Measurement {
         /// Whether the summed values are whole numbers.
         integer: bool,
         /// The summation grid `2^exponent`: every sum is a whole number
-        /// of its steps, so partial sums add up exactly (see
-        /// [`crate::release::ExactGroups::merged_with_histograms`]).
+        /// of its steps, read and released as such (see
+        /// [`crate::release::ExactGroups`]).
         exponent: i32,
     },
     /// How many values fall in each cell of a grid (one of a quantile's
@@ -211,17 +212,6 @@ impl Measurement {
                 integer: *integer,
             },
         }
-    }
-}
-
-impl PrivateQuery {
-    /// Each measurement's summation grid exponent, if it is an exact sum.
-    pub(crate) fn sum_grids(&self) -> Vec<Option<i32>> {
-        let grid = |m: &Measurement| match m {
-            Measurement::Sum { exponent, .. } => Some(*exponent),
-            _ => None,
-        };
-        self.measurements.iter().map(grid).collect()
     }
 }
 
@@ -375,9 +365,14 @@ pub(crate) fn plan_private(
     #[cfg(feature = "planted-holes")]
     let input = planted_cap_after_from(input, description)?;
     let reads_table = input::reads_table_directly(&aggregate.input, &description.table, view);
-    let keys = keys::plan(aggregate, input.schema(), &sizes, description, domain_of)?;
-    let mut measured =
-        aggregates::plan(aggregate, input.schema(), &sizes, description, reads_table)?;
+    let lineage = lineage::Lineage {
+        plan: &aggregate.input,
+        table: &description.table,
+        view,
+        description,
+    };
+    let keys = keys::plan(aggregate, input.schema(), &sizes, &lineage, domain_of)?;
+    let mut measured = aggregates::plan(aggregate, input.schema(), &sizes, &lineage, reads_table)?;
     let threshold_measurement =
         (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
     let (outputs, order_by) = outputs::plan(&shape, aggregate, &mut measured.aggregates)?;

@@ -25,7 +25,7 @@ fn centre_of(range: Range) -> f64 {
     if range.integer {
         return middle.floor();
     }
-    let exponent = summation_grid(range.low.abs().max(range.high.abs()));
+    let exponent = summation_grid(range.low.abs().max(range.high.abs()), false);
     let scale = 2f64.powi(exponent);
     ((middle / scale).round() * scale).clamp(range.low, range.high)
 }

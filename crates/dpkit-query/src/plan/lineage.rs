@@ -1,0 +1,95 @@
+//! Where a column of the aggregate's input comes from: the table's own
+//! column, read through the typed view, or an expression a subquery
+//! computes. Only the first carries the description's facts (whole
+//! numbers, bounds, domain); a computed column has only what can be proven
+//! from its expression (see `bounds`), whatever name the subquery gives it.
+//!
+//! Why: `FROM (SELECT CASE … THEN 7.5 … END AS "education-num" FROM adult)`
+//! once borrowed the real column's `integer` fact by its name, and the
+//! sum of a "whole-number" column was then rounded as a total, which one
+//! person could move by more than its bound.
+
+use datafusion::common::Column;
+use datafusion::logical_expr::{Expr, LogicalPlan};
+
+use super::unalias;
+use crate::description::{ColumnFacts, Description};
+
+/// A column's origin.
+pub(super) enum Origin<'a> {
+    /// The table's own column of this name.
+    Table(String),
+    /// An expression a subquery computes, over the plan below it.
+    Computed(&'a Expr, &'a LogicalPlan),
+}
+
+/// The plan below the aggregate, and what it reads.
+#[derive(Clone, Copy)]
+pub(super) struct Lineage<'a> {
+    /// The plan whose output columns are asked about.
+    pub(super) plan: &'a LogicalPlan,
+    /// The table's name.
+    pub(super) table: &'a str,
+    /// The typed, capped view the planner inlines under the table's name.
+    pub(super) view: &'a LogicalPlan,
+    /// The description, whose facts the table's own columns carry.
+    pub(super) description: &'a Description,
+}
+
+impl<'a> Lineage<'a> {
+    /// The same table, asked about the columns of `plan`.
+    pub(super) fn below(&self, plan: &'a LogicalPlan) -> Self {
+        Self { plan, ..*self }
+    }
+
+    /// Where `column` of this plan's output comes from (`None` when it
+    /// cannot be followed: no facts then).
+    pub(super) fn origin(&self, column: &Column) -> Option<Origin<'a>> {
+        #[cfg(feature = "planted-holes")]
+        if crate::planted::is_planted(crate::planted::Hole::BorrowedFacts) {
+            return Some(Origin::Table(column.name.clone()));
+        }
+        origin(self.plan, column, self.table, self.view)
+    }
+
+    /// The description's facts of `column`, if it is the table's own.
+    pub(super) fn facts(&self, column: &Column) -> Option<&'a ColumnFacts> {
+        match self.origin(column)? {
+            Origin::Table(name) => self.description.column(&name),
+            Origin::Computed(..) => None,
+        }
+    }
+}
+
+fn origin<'a>(
+    plan: &'a LogicalPlan,
+    column: &Column,
+    table: &str,
+    view: &LogicalPlan,
+) -> Option<Origin<'a>> {
+    match plan {
+        LogicalPlan::SubqueryAlias(alias)
+            if alias.alias.table() == table && alias.input.as_ref() == view =>
+        {
+            Some(Origin::Table(column.name.clone()))
+        }
+        LogicalPlan::TableScan(scan) if scan.table_name.table() == table => {
+            Some(Origin::Table(column.name.clone()))
+        }
+        LogicalPlan::Filter(filter) => origin(&filter.input, column, table, view),
+        LogicalPlan::SubqueryAlias(alias) => {
+            let index = alias.schema.index_of_column(column).ok()?;
+            let (qualifier, field) = alias.input.schema().qualified_field(index);
+            let inner = Column::new(qualifier.cloned(), field.name());
+            origin(&alias.input, &inner, table, view)
+        }
+        LogicalPlan::Projection(projection) => {
+            let index = projection.schema.index_of_column(column).ok()?;
+            match unalias(&projection.expr[index]) {
+                Expr::Column(inner) => origin(&projection.input, inner, table, view),
+                computed => Some(Origin::Computed(computed, &projection.input)),
+            }
+        }
+        _ => None,
+    }
+}

@@ -1,8 +1,8 @@
-//! `dpkit_cut_text(value)`: a Utf8 column with every value cut to
-//! [`MAX_TEXT_CHARS`] characters, as `left(value, MAX_TEXT_CHARS)`.
+//! `dpkit_cut_text(value, n)`: a Utf8 column with every value cut to its
+//! column's `max_length` of n characters, as `left(value, n)`.
 //!
 //! `left` copies every string and counts its characters. Almost every
-//! value is far shorter than the cut, and a value of at most `MAX_TEXT_CHARS`
+//! value is far shorter than the cut, and a value of at most n
 //! bytes has at most that many characters, so this function first reads the
 //! array's offsets: when no value is longer in bytes, the array is returned
 //! as it is, without a copy. On the 10-million-row benchmark
@@ -15,10 +15,8 @@ use datafusion::arrow::array::{Array, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, ScalarValue};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, lit,
 };
-
-use crate::source::MAX_TEXT_CHARS;
 
 /// The cutting function.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -26,9 +24,9 @@ struct CutText {
     signature: Signature,
 }
 
-/// `text`'s first `MAX_TEXT_CHARS` characters.
-fn cut(text: &str) -> &str {
-    match text.char_indices().nth(MAX_TEXT_CHARS as usize) {
+/// `text`'s first `limit` characters.
+fn cut(text: &str, limit: usize) -> &str {
+    match text.char_indices().nth(limit) {
         Some((end, _)) => &text[..end],
         None => text,
     }
@@ -36,7 +34,7 @@ fn cut(text: &str) -> &str {
 
 /// The array with every value cut, or the array itself when no value is
 /// longer than the cut in bytes (so none is in characters).
-fn cut_array(array: &Arc<dyn Array>) -> datafusion::common::Result<Arc<dyn Array>> {
+fn cut_array(array: &Arc<dyn Array>, limit: usize) -> datafusion::common::Result<Arc<dyn Array>> {
     let strings = array.as_string_opt::<i32>().ok_or_else(|| {
         DataFusionError::Plan(format!(
             "dpkit_cut_text needs Utf8 text, got {}",
@@ -44,7 +42,8 @@ fn cut_array(array: &Arc<dyn Array>) -> datafusion::common::Result<Arc<dyn Array
         ))
     })?;
     let offsets = strings.offsets();
-    let limit = MAX_TEXT_CHARS as i32;
+    let characters = limit;
+    let limit = i32::try_from(limit).unwrap_or(i32::MAX);
     // All the values' bytes together within the limit settle it at once;
     // otherwise one branch-free pass (SSE2 compares, no per-value branch).
     let total = offsets[offsets.len() - 1] - offsets[0];
@@ -56,7 +55,10 @@ fn cut_array(array: &Arc<dyn Array>) -> datafusion::common::Result<Arc<dyn Array
     if all_short {
         return Ok(Arc::clone(array));
     }
-    let cut: StringArray = strings.iter().map(|value| value.map(cut)).collect();
+    let cut: StringArray = strings
+        .iter()
+        .map(|value| value.map(|v| cut(v, characters)))
+        .collect();
     Ok(Arc::new(cut))
 }
 
@@ -77,15 +79,20 @@ impl ScalarUDFImpl for CutText {
         &self,
         args: ScalarFunctionArgs,
     ) -> datafusion::common::Result<ColumnarValue> {
-        let [value] = args.args.as_slice() else {
+        let [
+            value,
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(limit))),
+        ] = args.args.as_slice()
+        else {
             return Err(DataFusionError::Plan(
-                "dpkit_cut_text takes one value".into(),
+                "dpkit_cut_text takes a value and a literal length".into(),
             ));
         };
+        let limit = usize::try_from(*limit).unwrap_or(0);
         Ok(match value {
-            ColumnarValue::Array(array) => ColumnarValue::Array(cut_array(array)?),
+            ColumnarValue::Array(array) => ColumnarValue::Array(cut_array(array, limit)?),
             ColumnarValue::Scalar(ScalarValue::Utf8(text)) => ColumnarValue::Scalar(
-                ScalarValue::Utf8(text.as_deref().map(|t| cut(t).to_string())),
+                ScalarValue::Utf8(text.as_deref().map(|t| cut(t, limit).to_string())),
             ),
             ColumnarValue::Scalar(other) => {
                 return Err(DataFusionError::Plan(format!(
@@ -97,38 +104,40 @@ impl ScalarUDFImpl for CutText {
     }
 }
 
-/// `dpkit_cut_text(value)` as an expression; `value` must be Utf8.
-pub(crate) fn cut_text(value: Expr) -> Expr {
+/// `dpkit_cut_text(value, limit)` as an expression; `value` must be Utf8.
+pub(crate) fn cut_text(value: Expr, limit: u32) -> Expr {
     let function = ScalarUDF::from(CutText {
-        signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+        signature: Signature::exact(vec![DataType::Utf8, DataType::Int64], Volatility::Immutable),
     });
-    function.call(vec![value])
+    function.call(vec![value, lit(i64::from(limit))])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const LIMIT: usize = 1024;
+
     #[test]
     fn short_values_are_kept_without_a_copy_and_long_ones_cut_by_characters() {
         let short: Arc<dyn Array> = Arc::new(StringArray::from(vec![Some("a"), None, Some("é")]));
-        let kept = cut_array(&short).unwrap();
+        let kept = cut_array(&short, LIMIT).unwrap();
         assert!(Arc::ptr_eq(&kept, &short));
 
-        let long = "é".repeat(MAX_TEXT_CHARS as usize + 3);
+        let long = "é".repeat(LIMIT + 3);
         let mixed: Arc<dyn Array> = Arc::new(StringArray::from(vec![Some("x"), Some(&long), None]));
-        let cut = cut_array(&mixed).unwrap();
+        let cut = cut_array(&mixed, LIMIT).unwrap();
         let cut = cut.as_string::<i32>();
         assert_eq!(cut.value(0), "x");
-        assert_eq!(cut.value(1).chars().count(), MAX_TEXT_CHARS as usize);
+        assert_eq!(cut.value(1).chars().count(), LIMIT);
         assert!(cut.is_null(2));
     }
 
     #[test]
     fn a_value_of_exactly_the_limit_is_kept_whole() {
-        let exact = "a".repeat(MAX_TEXT_CHARS as usize);
-        assert_eq!(cut(&exact).len(), MAX_TEXT_CHARS as usize);
-        let two_byte = "é".repeat(MAX_TEXT_CHARS as usize);
-        assert_eq!(cut(&two_byte), two_byte);
+        let exact = "a".repeat(LIMIT);
+        assert_eq!(cut(&exact, LIMIT).len(), LIMIT);
+        let two_byte = "é".repeat(LIMIT);
+        assert_eq!(cut(&two_byte, LIMIT), two_byte);
     }
 }

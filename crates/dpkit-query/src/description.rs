@@ -166,6 +166,24 @@ pub struct ColumnFacts {
     pub domain: Option<Vec<String>>,
     /// The declared type.
     pub kind: ColumnKind,
+    /// For text, the most characters a value keeps: longer values are cut
+    /// when read (see [`ColumnFacts::max_length`]).
+    pub max_length: Option<u32>,
+}
+
+/// Text values keep at most this many characters unless the description
+/// says otherwise (`max_length`).
+pub const DEFAULT_MAX_LENGTH: u32 = 1_024;
+/// The largest `max_length` a description may give: a value of that many
+/// characters (4 bytes each at most) is as much work per row as a query
+/// may do (`total::MAX_WORK`).
+pub const LONGEST_MAX_LENGTH: u32 = 32_768;
+
+impl ColumnFacts {
+    /// The most characters a value of this column keeps.
+    pub fn max_length(&self) -> u32 {
+        self.max_length.unwrap_or(DEFAULT_MAX_LENGTH)
+    }
 }
 
 /// A column's declared type.
@@ -227,6 +245,7 @@ struct RawColumn {
     kind: String,
     bounds: Option<Vec<f64>>,
     domain: Option<Vec<String>>,
+    max_length: Option<i64>,
 }
 
 fn invalid(reason: String) -> QueryError {
@@ -288,6 +307,13 @@ impl Description {
     /// What is public about `name`, if the description lists it.
     pub fn column(&self, name: &str) -> Option<&ColumnFacts> {
         self.columns.get(name)
+    }
+
+    /// The most characters a text value of column `name` keeps (listed or
+    /// not: a column the description does not list is text).
+    pub fn max_length(&self, name: &str) -> u32 {
+        self.column(name)
+            .map_or(DEFAULT_MAX_LENGTH, ColumnFacts::max_length)
     }
 }
 
@@ -432,10 +458,15 @@ fn column_facts(name: &str, column: RawColumn) -> Result<ColumnFacts> {
     if let Some(domain) = &column.domain {
         check_domain(name, domain)?;
     }
+    let max_length = column
+        .max_length
+        .map(|length| max_length(name, kind, length))
+        .transpose()?;
     Ok(ColumnFacts {
         bounds,
         domain: column.domain,
         kind,
+        max_length,
     })
 }
 
@@ -454,6 +485,25 @@ fn column_bounds(name: &str, kind: ColumnKind, bounds: &[f64]) -> Result<(f64, f
             "column '{name}': bounds must be two finite numbers [low, high] with low ≤ high"
         ))),
     }
+}
+
+/// A text column's `max_length`: a whole number of characters within
+/// [1, LONGEST_MAX_LENGTH].
+fn max_length(name: &str, kind: ColumnKind, length: i64) -> Result<u32> {
+    if kind != ColumnKind::Text {
+        return Err(invalid(format!(
+            "column '{name}': max_length is for text columns"
+        )));
+    }
+    u32::try_from(length)
+        .ok()
+        .filter(|l| (1..=LONGEST_MAX_LENGTH).contains(l))
+        .ok_or_else(|| {
+            invalid(format!(
+                "column '{name}': max_length must be a whole number of characters \
+                 from 1 to {LONGEST_MAX_LENGTH}"
+            ))
+        })
 }
 
 /// A domain lists at least one value, each once (a repeated value would be
@@ -541,7 +591,8 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
             ),
             ColumnKind::Text => (
                 "text",
-                "# domain = [\"…\", \"…\"]  # the public list of values, to GROUP BY it without thresholding",
+                "# domain = [\"…\", \"…\"]  # the public list of values, to GROUP BY it without thresholding\n\
+                 # max_length = 1024        # characters a value keeps (longer ones are cut); 1024 by default",
             ),
         };
         draft.push_str(&format!(

@@ -33,6 +33,7 @@ pub mod error;
 mod exact_sum;
 mod explain;
 pub mod ledger;
+mod matcher;
 mod noise_plan;
 pub mod output;
 pub mod plan;
@@ -44,6 +45,7 @@ pub mod target;
 pub mod total;
 mod total_arithmetic;
 mod total_math;
+mod total_work;
 
 pub use description::Description;
 pub use engine::{OnceAnswer, QueryEngine, RunLimits};

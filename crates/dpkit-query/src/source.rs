@@ -8,7 +8,9 @@
 //!   what they answer). The file is read as text and each described column
 //!   is `TRY_CAST` to its declared type: a value that does not parse is
 //!   NULL. Columns the description does not list are text, and text values
-//!   are cut to [`MAX_TEXT_CHARS`] characters.
+//!   are cut to their column's `max_length` (1,024 characters by default),
+//!   so that what an expression builds from one row, and the time it takes,
+//!   stays within what `total` bounds at planning.
 //! - **The per-person cap is applied on the scan**, by the described id
 //!   column, before any filter or subquery of the query: a query that
 //!   renames or recomputes the id (`random() AS pid`) cannot switch it off.
@@ -38,10 +40,6 @@ pub(crate) fn raw_table_name(table: &str) -> String {
 /// The longest header row read.
 const MAX_HEADER_BYTES: u64 = 1 << 20;
 const ROW_NUMBER: &str = "__dpkit_row_of_person";
-/// Text values are cut to this many characters when read, so that what an
-/// expression of at most `total::MAX_NODES` nodes builds from one row stays
-/// bounded (and with it the memory and time one person's row can cost).
-pub const MAX_TEXT_CHARS: i64 = 65_536;
 
 fn data_error(reason: impl Into<String>) -> QueryError {
     QueryError::Data(reason.into())
@@ -194,7 +192,7 @@ fn column(name: &str) -> Expr {
 }
 
 /// Each column read as its declared type (a value that does not parse is
-/// NULL), text cut to [`MAX_TEXT_CHARS`].
+/// NULL), text cut to its `max_length`.
 fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
     names
         .iter()
@@ -208,7 +206,7 @@ fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
             }
             let typed = try_cast(column(name), declared_type(kind));
             let bounded = match kind {
-                ColumnKind::Text => crate::cut_text::cut_text(typed),
+                ColumnKind::Text => crate::cut_text::cut_text(typed, description.max_length(name)),
                 _ => typed,
             };
             bounded.alias(name)

@@ -27,8 +27,11 @@ use datafusion::logical_expr::expr::{
 use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
 
 use crate::error::{QueryError, Result};
+use crate::matcher::{MAX_AUTOMATON_BYTES, Matcher, Refusal, Source, like_is_plain, matched};
 use crate::total_arithmetic::{ArithmeticOp, total_arithmetic};
 use crate::total_math;
+pub use crate::total_work::MAX_WORK;
+use crate::total_work::{NUMBER_AS_TEXT_BYTES, bytes_of_characters, function_work};
 
 /// Deepest expression accepted.
 pub const MAX_DEPTH: usize = 48;
@@ -166,10 +169,12 @@ fn sql_error(error: impl std::fmt::Display) -> QueryError {
     QueryError::Sql(error.to_string())
 }
 
-/// A rewritten expression and its type.
+/// A rewritten expression, its type, and the most bytes its value takes
+/// as text (see [`crate::total_work`]).
 pub(crate) struct Typed {
     pub(crate) expr: Expr,
     pub(crate) ty: Ty,
+    pub(crate) bytes: u64,
 }
 
 /// Rewrites expressions over one input schema into total form.
@@ -178,12 +183,36 @@ pub(crate) struct Totaliser<'a> {
     sizes: &'a Sizes,
     nodes: usize,
     deepest: usize,
+    work: u64,
 }
 
-/// What a column computed by a subquery stands for once DataFusion inlines
-/// it: its expression's (nodes, depth). Base columns are (1, 0). Limits
-/// apply to expressions as they will run, not as written level by level.
-pub(crate) type Sizes = std::collections::HashMap<String, (usize, usize)>;
+/// What a column stands for once DataFusion inlines subqueries: its
+/// expression's nodes and depth (a base column is one node, depth 0), the
+/// most bytes its value takes as text, and the work units computing it
+/// costs per row. Limits apply to expressions as they will run, not as
+/// written level by level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Size {
+    pub(crate) nodes: usize,
+    pub(crate) depth: usize,
+    pub(crate) bytes: u64,
+    pub(crate) work: u64,
+}
+
+impl Size {
+    /// A column of the table, whose values take at most `bytes`.
+    pub(crate) fn base(bytes: u64) -> Self {
+        Self {
+            nodes: 1,
+            depth: 0,
+            bytes,
+            work: 0,
+        }
+    }
+}
+
+/// The [`Size`] of each column by name.
+pub(crate) type Sizes = std::collections::HashMap<String, Size>;
 
 impl<'a> Totaliser<'a> {
     /// A totaliser for expressions over `schema`.
@@ -193,15 +222,32 @@ impl<'a> Totaliser<'a> {
             sizes,
             nodes: 0,
             deepest: 0,
+            work: 0,
         }
     }
 
-    /// `expr` in total form, with its own inlined (nodes, depth).
-    pub(crate) fn total_with_size(&mut self, expr: &Expr) -> Result<(Typed, (usize, usize))> {
-        let (nodes, deepest) = (self.nodes, self.deepest);
+    /// The work units per row of everything this totaliser rewrote.
+    pub(crate) fn work(&self) -> u64 {
+        self.work
+    }
+
+    /// Adds `units` of work per row, refusing the query past [`MAX_WORK`].
+    pub(crate) fn charge(&mut self, units: u64) -> Result<()> {
+        self.work = self.work.saturating_add(units);
+        check_work(self.work)
+    }
+
+    /// `expr` in total form, with its own inlined [`Size`].
+    pub(crate) fn total_with_size(&mut self, expr: &Expr) -> Result<(Typed, Size)> {
+        let (nodes, deepest, work) = (self.nodes, self.deepest, self.work);
         self.deepest = 0;
         let typed = self.total(expr)?;
-        let size = (self.nodes - nodes, self.deepest);
+        let size = Size {
+            nodes: self.nodes - nodes,
+            depth: self.deepest,
+            bytes: typed.bytes,
+            work: self.work - work,
+        };
         self.deepest = self.deepest.max(deepest);
         Ok((typed, size))
     }
@@ -212,7 +258,7 @@ impl<'a> Totaliser<'a> {
         if crate::planted::is_planted(crate::planted::Hole::FailingExpressions) {
             let data_type = expr.get_type(self.schema).map_err(sql_error)?;
             let ty = Ty::of(&data_type).unwrap_or(Ty::Text);
-            return Ok(typed(expr.clone(), ty));
+            return Ok(typed(expr.clone(), ty).with_bytes(NUMBER_AS_TEXT_BYTES));
         }
         self.visit(expr, 0)
     }
@@ -231,7 +277,13 @@ impl<'a> Totaliser<'a> {
 
     fn visit(&mut self, expr: &Expr, depth: usize) -> Result<Typed> {
         let (nodes, below) = match expr {
-            Expr::Column(column) => self.sizes.get(&column.name).copied().unwrap_or((1, 0)),
+            Expr::Column(column) => {
+                let size = self.size_of(&column.name);
+                // A computed column's work is done again wherever it is
+                // inlined.
+                self.charge(size.work)?;
+                (size.nodes, size.depth)
+            }
             _ => (1, 0),
         };
         self.nodes += nodes;
@@ -252,6 +304,7 @@ impl<'a> Totaliser<'a> {
                         alias.name.clone(),
                     )),
                     ty: inner.ty,
+                    bytes: inner.bytes,
                 })
             }
             Expr::Column(_) => self.column(expr),
@@ -301,6 +354,17 @@ impl<'a> Totaliser<'a> {
         }
     }
 
+    /// A column's [`Size`]; one the planner did not size is taken at the
+    /// longest a text column may be.
+    fn size_of(&self, name: &str) -> Size {
+        self.sizes
+            .get(name)
+            .copied()
+            .unwrap_or(Size::base(bytes_of_characters(
+                crate::description::LONGEST_MAX_LENGTH,
+            )))
+    }
+
     fn column(&self, expr: &Expr) -> Result<Typed> {
         let data_type = expr.get_type(self.schema).map_err(sql_error)?;
         let ty = Ty::of(&data_type).ok_or_else(|| {
@@ -309,7 +373,11 @@ impl<'a> Totaliser<'a> {
                 short(expr)
             ))
         })?;
-        Ok(exact_type(expr.clone(), &data_type, ty))
+        let bytes = match expr {
+            Expr::Column(column) if ty == Ty::Text => self.size_of(&column.name).bytes,
+            _ => NUMBER_AS_TEXT_BYTES,
+        };
+        Ok(exact_type(expr.clone(), &data_type, ty).with_bytes(bytes))
     }
 
     fn boolean(&mut self, expr: &Expr, depth: usize, context: &str) -> Result<Expr> {
@@ -362,7 +430,9 @@ impl<'a> Totaliser<'a> {
         match op {
             Plus | Minus | Multiply | Divide | Modulo => arithmetic(op, left, right),
             Eq | NotEq | Lt | LtEq | Gt | GtEq | IsDistinctFrom | IsNotDistinctFrom => {
-                let (left, right, _) = unify_pair(left, right)?;
+                let sides = [(left.ty, left.bytes), (right.ty, right.bytes)];
+                let (left, right, ty) = unify_pair(left, right)?;
+                self.charge(comparison_work(sides[0], sides[1], ty))?;
                 Ok(typed(binary_expr(left, op, right), Ty::Bool))
             }
             And | Or => {
@@ -379,10 +449,15 @@ impl<'a> Totaliser<'a> {
                     Ty::Bool,
                 ))
             }
-            StringConcat => Ok(typed(
-                binary_expr(cast_to(left, Ty::Text), op, cast_to(right, Ty::Text)),
-                Ty::Text,
-            )),
+            StringConcat => {
+                let bytes = left.bytes.saturating_add(right.bytes);
+                self.charge(bytes)?;
+                Ok(typed(
+                    binary_expr(cast_to(left, Ty::Text), op, cast_to(right, Ty::Text)),
+                    Ty::Text,
+                )
+                .with_bytes(bytes))
+            }
             RegexMatch | RegexIMatch | RegexNotMatch | RegexNotIMatch => {
                 let pattern = literal_text(&binary.right, "a regular expression")?;
                 if pattern.chars().count() > MAX_LIKE_PATTERN {
@@ -390,15 +465,23 @@ impl<'a> Totaliser<'a> {
                         "a regular expression has at most {MAX_LIKE_PATTERN} characters"
                     )));
                 }
-                let pattern = match op {
-                    RegexIMatch | RegexNotIMatch => format!("(?i){pattern}"),
-                    _ => pattern,
+                let case_insensitive = matches!(op, RegexIMatch | RegexNotIMatch);
+                let negated = matches!(op, RegexNotMatch | RegexNotIMatch);
+                let source = Source::Regex {
+                    pattern,
+                    case_insensitive,
                 };
-                regex::Regex::new(&pattern).map_err(|_| {
-                    refuse("the regular expression does not compile (it must be a valid literal)")
-                })?;
+                #[cfg(feature = "planted-holes")]
+                if crate::planted::is_planted(crate::planted::Hole::BacktrackingPatterns) {
+                    return Ok(typed(
+                        binary_expr(cast_to(left, Ty::Text), op, cast_to(right, Ty::Text)),
+                        Ty::Bool,
+                    ));
+                }
+                let matcher = compiled(source)?;
+                self.charge(left.bytes)?;
                 Ok(typed(
-                    binary_expr(cast_to(left, Ty::Text), op, cast_to(right, Ty::Text)),
+                    matched(cast_to(left, Ty::Text), matcher, negated),
                     Ty::Bool,
                 ))
             }
@@ -411,6 +494,14 @@ impl<'a> Totaliser<'a> {
         let low = self.visit(&between.low, depth)?;
         let high = self.visit(&between.high, depth)?;
         let ty = unify(&[value.ty, low.ty, high.ty])?;
+        let side = (value.ty, value.bytes);
+        self.charge(
+            comparison_work(side, (low.ty, low.bytes), ty).saturating_add(comparison_work(
+                side,
+                (high.ty, high.bytes),
+                ty,
+            )),
+        )?;
         Ok(typed(
             Expr::Between(Between::new(
                 Box::new(cast_to(value, ty)),
@@ -425,9 +516,11 @@ impl<'a> Totaliser<'a> {
     fn like(&mut self, like: &Like, depth: usize) -> Result<Typed> {
         // Arrow compiles a LIKE pattern to a regular expression only when a
         // row reaches it, and a long one exceeds the regex size limit:
-        // patterns are kept short, and ESCAPE (which Arrow refuses) is refused.
-        let pattern = literal_text(&like.pattern, "a LIKE pattern")?;
-        if pattern.chars().count() > MAX_LIKE_PATTERN {
+        // patterns are kept short, and ESCAPE (which Arrow refuses) is
+        // refused. Patterns Arrow would run as a regular expression run as
+        // a bounded automaton (see `crate::matcher`).
+        let text = literal_text(&like.pattern, "a LIKE pattern")?;
+        if text.chars().count() > MAX_LIKE_PATTERN {
             return Err(refuse(format!(
                 "a LIKE pattern has at most {MAX_LIKE_PATTERN} characters"
             )));
@@ -436,6 +529,23 @@ impl<'a> Totaliser<'a> {
             return Err(refuse("LIKE … ESCAPE is not supported"));
         }
         let value = self.visit(&like.expr, depth)?;
+        // A pass over the value, plain or by automaton.
+        self.charge(value.bytes.saturating_add(text.len() as u64))?;
+        #[cfg(feature = "planted-holes")]
+        let plain = like_is_plain(&text)
+            || crate::planted::is_planted(crate::planted::Hole::BacktrackingPatterns);
+        #[cfg(not(feature = "planted-holes"))]
+        let plain = like_is_plain(&text);
+        if !plain {
+            let matcher = compiled(Source::Like {
+                pattern: text,
+                case_insensitive: like.case_insensitive,
+            })?;
+            return Ok(typed(
+                matched(cast_to(value, Ty::Text), matcher, like.negated),
+                Ty::Bool,
+            ));
+        }
         let pattern = self.visit(&like.pattern, depth)?;
         Ok(typed(
             Expr::Like(Like::new(
@@ -460,6 +570,8 @@ impl<'a> Totaliser<'a> {
         }
         let types: Vec<Ty> = items.iter().map(|t| t.ty).chain([value.ty]).collect();
         let ty = unify(&types)?;
+        // The value is hashed (or parsed) once per row.
+        self.charge(if value.ty == Ty::Text { value.bytes } else { 0 })?;
         Ok(typed(
             Expr::InList(InList::new(
                 Box::new(cast_to(value, ty)),
@@ -471,23 +583,30 @@ impl<'a> Totaliser<'a> {
     }
 
     fn case(&mut self, case: &Case, depth: usize) -> Result<Typed> {
+        let before = self.work;
         let base = match &case.expr {
             Some(base) => Some(self.visit(base, depth)?),
             None => None,
         };
+        // The base is compared in every branch, and may be computed again
+        // in each.
+        let base_work = self.work - before;
         let mut conditions = Vec::new();
         let mut results = Vec::new();
         for (when, then) in &case.when_then_expr {
             let condition = match &base {
                 Some(base) => {
                     let when = self.visit(when, depth)?;
-                    let (left, right, _) = unify_pair(
+                    let sides = [(base.ty, base.bytes), (when.ty, when.bytes)];
+                    let (left, right, ty) = unify_pair(
                         Typed {
                             expr: base.expr.clone(),
                             ty: base.ty,
+                            bytes: base.bytes,
                         },
                         when,
                     )?;
+                    self.charge(comparison_work(sides[0], sides[1], ty) + base_work)?;
                     binary_expr(left, Operator::Eq, right)
                 }
                 None => self.boolean(when, depth, "CASE WHEN")?,
@@ -505,13 +624,19 @@ impl<'a> Totaliser<'a> {
             .map(|t| t.ty)
             .collect();
         let ty = unify(&types)?;
+        let bytes = results
+            .iter()
+            .chain(otherwise.iter())
+            .map(|t| t.bytes)
+            .max()
+            .unwrap_or(0);
         let when_then = conditions
             .into_iter()
             .zip(results)
             .map(|(c, r)| (Box::new(c), Box::new(cast_to(r, ty))))
             .collect();
         let otherwise = otherwise.map(|o| Box::new(cast_to(o, ty)));
-        Ok(typed(Expr::Case(Case::new(None, when_then, otherwise)), ty))
+        Ok(typed(Expr::Case(Case::new(None, when_then, otherwise)), ty).with_bytes(bytes))
     }
 
     fn cast(&mut self, inner: &Expr, target: &DataType, depth: usize) -> Result<Typed> {
@@ -524,7 +649,17 @@ impl<'a> Totaliser<'a> {
             Some(ty) => ty,
         };
         let inner = self.visit(inner, depth)?;
-        Ok(typed(cast_to(inner, ty), ty))
+        let bytes = match (inner.ty, ty) {
+            (Ty::Text, Ty::Text) => inner.bytes,
+            (_, Ty::Text) => NUMBER_AS_TEXT_BYTES,
+            // Text read as a number or a boolean is parsed: one pass.
+            (Ty::Text, _) => {
+                self.charge(inner.bytes)?;
+                NUMBER_AS_TEXT_BYTES
+            }
+            _ => NUMBER_AS_TEXT_BYTES,
+        };
+        Ok(typed(cast_to(inner, ty), ty).with_bytes(bytes))
     }
 
     fn function(&mut self, function: &ScalarFunction, depth: usize) -> Result<Typed> {
@@ -553,6 +688,9 @@ impl<'a> Totaliser<'a> {
                 Ty::Int,
             ));
         }
+        let lengths: Vec<u64> = arguments.iter().map(|a| a.bytes).collect();
+        let (work, bytes) = function_work(&name, &lengths).unwrap_or((0, NUMBER_AS_TEXT_BYTES));
+        self.charge(work)?;
         let arguments = shape.arguments(&name, arguments, &function.args)?;
         if let Some((_, boolean)) = total_math::shape_of(&name) {
             let call = total_math::total_math(&name, arguments)
@@ -567,7 +705,7 @@ impl<'a> Totaliser<'a> {
                 name.to_uppercase()
             ))
         })?;
-        Ok(exact_type(call, &data_type, ty))
+        Ok(exact_type(call, &data_type, ty).with_bytes(bytes))
     }
 }
 
@@ -657,8 +795,49 @@ impl Shape {
     }
 }
 
+/// `expr` of type `ty`. Text is taken at the longest a value may be until
+/// [`Typed::with_bytes`] says less, so that a forgotten length refuses
+/// rather than under-counts.
 fn typed(expr: Expr, ty: Ty) -> Typed {
-    Typed { expr, ty }
+    let bytes = match ty {
+        Ty::Text => bytes_of_characters(crate::description::LONGEST_MAX_LENGTH),
+        _ => NUMBER_AS_TEXT_BYTES,
+    };
+    Typed { expr, ty, bytes }
+}
+
+impl Typed {
+    /// The same, whose value takes at most `bytes` as text.
+    fn with_bytes(self, bytes: u64) -> Self {
+        Self { bytes, ..self }
+    }
+}
+
+/// The work of comparing two sides `(type, most bytes)` as `ty`: text
+/// with text stops at the shorter; text read as a number is parsed.
+fn comparison_work(left: (Ty, u64), right: (Ty, u64), ty: Ty) -> u64 {
+    if ty == Ty::Text {
+        return left.1.min(right.1);
+    }
+    [left, right]
+        .iter()
+        .filter(|(side, _)| *side == Ty::Text)
+        .map(|(_, bytes)| bytes)
+        .sum()
+}
+
+/// Refuses a query whose per-row work bound is past [`MAX_WORK`], saying
+/// what to change.
+pub(crate) fn check_work(work: u64) -> Result<()> {
+    if work <= MAX_WORK {
+        return Ok(());
+    }
+    Err(refuse(format!(
+        "the query's expressions could cost one row {work} units of work, over the limit of \
+         {MAX_WORK} that keeps its run time from showing one row: use fewer text functions \
+         (upper and initcap cost 16 units per byte, lower and reverse 4, the others 1), \
+         or declare a smaller max_length for the text columns they read"
+    )))
 }
 
 fn binary_expr(left: Expr, op: Operator, right: Expr) -> Expr {
@@ -692,10 +871,39 @@ fn literal(value: &ScalarValue) -> Result<Typed> {
     if ty == Ty::Null {
         return Ok(typed(Expr::Literal(value.clone(), None), Ty::Null));
     }
+    let bytes = match value {
+        ScalarValue::Utf8(Some(text))
+        | ScalarValue::LargeUtf8(Some(text))
+        | ScalarValue::Utf8View(Some(text)) => text.len() as u64,
+        _ => NUMBER_AS_TEXT_BYTES,
+    };
     // A literal that does not convert exactly is left to a TRY_CAST (NULL).
     Ok(match value.cast_to(&ty.data_type()) {
         Ok(converted) => typed(Expr::Literal(converted, None), ty),
         Err(_) => exact_type(Expr::Literal(value.clone(), None), &value.data_type(), ty),
+    }
+    .with_bytes(bytes))
+}
+
+/// `source` compiled into a bounded automaton, or refused saying why.
+fn compiled(source: Source) -> Result<Matcher> {
+    let what = match source {
+        Source::Regex { .. } => "the regular expression",
+        Source::Like { .. } => "the LIKE pattern",
+    };
+    Matcher::compile(source).map_err(|refusal| match refusal {
+        Refusal::Invalid => refuse(format!(
+            "{what} does not compile (it must be a valid literal)"
+        )),
+        Refusal::UnicodeWordBoundary => refuse(
+            "\\b and \\B cannot run in a bounded time per row in their Unicode form: \
+             write (?-u:\\b) for an ASCII word boundary",
+        ),
+        Refusal::TooLarge => refuse(format!(
+            "{what} is too costly to run in a bounded time per row (its automaton would \
+             exceed {} MiB): use fewer counted repetitions or alternatives",
+            MAX_AUTOMATON_BYTES >> 20
+        )),
     })
 }
 

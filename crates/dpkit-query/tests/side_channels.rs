@@ -305,12 +305,57 @@ fn errors_never_list_a_first_line_that_may_be_data() {
 fn text_values_are_cut_when_read_so_one_row_costs_a_bounded_amount() {
     let long = "z".repeat(100_000);
     let csv = format!("id,age,name,salary,score\n1,30,{long},1,1\n2,40,bob,1,1\n");
+    let count = |t: &Fixture, length: usize| {
+        let sql = format!("SELECT COUNT(CASE WHEN length(name) = {length} THEN 1 END) FROM t");
+        let query = t.engine.plan(&sql).unwrap();
+        t.engine.exact(&query).unwrap().values[0][0].to_f64()
+    };
+    // 1,024 characters unless the description says otherwise.
     let t = table("long-text", &csv, "kind = \"row\"");
-    let query = t
-        .engine
-        .plan("SELECT COUNT(CASE WHEN length(name) = 65536 THEN 1 END) FROM t")
-        .unwrap();
-    assert_eq!(t.engine.exact(&query).unwrap().values[0][0].to_f64(), 1.0);
+    assert_eq!(count(&t, 1024), 1.0);
+    let declared = description("kind = \"row\"").replace(
+        "[columns.name]\ntype = \"text\"",
+        "[columns.name]\ntype = \"text\"\nmax_length = 20000",
+    );
+    let t = Fixture::new("long-text-declared", "t.csv", &csv, &declared, 1000.0);
+    assert_eq!(count(&t, 20_000), 1.0);
+}
+
+/// What one row can cost is bounded at planning, from public facts: a
+/// text function on a column costs units per byte of its `max_length`
+/// (4 bytes a character), and a query past `MAX_WORK` is refused, free.
+#[test]
+fn work_per_row_is_bounded_at_planning_from_public_lengths() {
+    let t = table("work-bound", PEOPLE, "kind = \"row\"");
+    let refused = |sql: &str| match t.engine.plan(sql) {
+        Err(QueryError::NotPrivate(reason)) => reason.contains("units of work"),
+        _ => false,
+    };
+    // upper costs 16 units a byte: 16 × 4,096 = 65,536, half the limit.
+    let upper = "upper(name) = 'X'";
+    assert!(!refused(&format!("SELECT COUNT(*) FROM t WHERE {upper}")));
+    assert!(refused(&format!(
+        "SELECT COUNT(*) FROM t WHERE {upper} OR {upper}"
+    )));
+    // A computed column's work counts wherever it is used.
+    let inner = "(SELECT name, upper(name) AS u FROM t) s";
+    assert!(!refused(&format!(
+        "SELECT COUNT(*) FROM {inner} WHERE u = 'X'"
+    )));
+    assert!(refused(&format!(
+        "SELECT COUNT(*) FROM {inner} WHERE u = 'X' OR u = 'Y'"
+    )));
+    // Strings built from literals count what they build.
+    let half = format!("'{}'", "x".repeat(20_000));
+    let built = format!("(SELECT name, concat({half}, {half}) AS x FROM t) s");
+    assert!(!refused(&format!(
+        "SELECT COUNT(*) FROM {built} WHERE x = name"
+    )));
+    assert!(refused(&format!(
+        "SELECT COUNT(*) FROM {built} WHERE x = name OR x > name OR x < name OR x = 'a'"
+    )));
+    let max_work = dpkit_query::total::MAX_WORK;
+    assert_eq!(max_work, 1 << 17);
 }
 
 /// Found by red-teaming the rewrite: each must be refused or answered alike

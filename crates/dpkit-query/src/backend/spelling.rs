@@ -289,6 +289,25 @@ fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
     }
 }
 
+/// The length of `dpkit_cut_text(value, n)`: its second argument, a whole
+/// number (printed again from the number, not from the argument's text).
+fn cut_length(list: &ast::FunctionArgumentList) -> Option<u32> {
+    let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = list.args.get(1)? else {
+        return None;
+    };
+    let mut expr = expr;
+    while let ast::Expr::Nested(inner) = expr {
+        expr = inner;
+    }
+    match expr {
+        ast::Expr::Value(value) => match &value.value {
+            ast::Value::Number(number, _) => number.parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The text of a call of one of dpkit's functions, if it is one. SQLite
 /// sees only the clamp and the cut here (everything else of dpkit's runs
 /// in dpkit's code there, see `bridge`).
@@ -319,23 +338,19 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
         // An explicit cast to `varchar(n)` cuts to n characters, as SUBSTR
         // does, at a fraction of its cost per row (it checks the length in
         // bytes first).
-        ("dpkit_cut_text", Flavour::Postgres) => Some(format!(
-            "CAST({} AS VARCHAR({}))",
-            a(0),
-            crate::source::MAX_TEXT_CHARS
-        )),
+        // The length is the column's `max_length`, a literal the planner
+        // wrote (an integer printed by dpkit, never the analyst's text).
+        ("dpkit_cut_text", Flavour::Postgres) => {
+            Some(format!("CAST({} AS VARCHAR({}))", a(0), cut_length(list)?))
+        }
         // Spark's octet_length reads a stored size; a value of at most so
         // many bytes has at most so many characters, and is its own cut.
         ("dpkit_cut_text", Flavour::Spark) => Some(format!(
             "CASE WHEN octet_length({x}) <= {n} THEN {x} ELSE SUBSTR({x}, 1, {n}) END",
             x = a(0),
-            n = crate::source::MAX_TEXT_CHARS
+            n = cut_length(list)?
         )),
-        ("dpkit_cut_text", _) => Some(format!(
-            "SUBSTR({}, 1, {})",
-            a(0),
-            crate::source::MAX_TEXT_CHARS
-        )),
+        ("dpkit_cut_text", _) => Some(format!("SUBSTR({}, 1, {})", a(0), cut_length(list)?)),
         // Adding 0 turns −0 into 0 and leaves every other value as it is.
         ("dpkit_key", Flavour::Sqlite) => Some(format!("({} + 0.0)", a(0))),
         // The cast types a key that is NULL in every row (which PostgreSQL

@@ -33,6 +33,8 @@ pub(super) struct Measured {
     pub(super) exprs: Vec<Expr>,
     /// Which measurements each aggregate uses.
     pub(super) measurement_of: Vec<Vec<usize>>,
+    /// The aggregates' arguments' work per row (see `crate::total_work`).
+    pub(super) work: u64,
 }
 
 impl Measured {
@@ -72,6 +74,7 @@ pub(super) fn plan(
         measurements: Vec::new(),
         exprs: Vec::new(),
         measurement_of: Vec::new(),
+        work: 0,
     };
     let mut totaliser = Totaliser::new(schema, sizes);
     for (index, expr) in aggregate.aggr_expr.iter().enumerate() {
@@ -88,6 +91,7 @@ pub(super) fn plan(
         measured.measurement_of.push(mine);
         measured.aggregates.push(AggregateRequest { name, kind });
     }
+    measured.work = totaliser.work();
     Ok(measured)
 }
 

@@ -5,24 +5,25 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 
 use super::{not_private, sql_error};
 use crate::error::{QueryError, Result};
-use crate::total::{Sizes, Totaliser};
+use crate::total::{Size, Sizes, Totaliser, check_work};
 
 /// `plan` rebuilt with total expressions, or a refusal. Only scans of
 /// `table` (the typed, capped view), filters, projections and aliases are
 /// accepted. The planner inlines the view: it arrives as `view` under the
 /// alias `table`, and is kept as it is.
-/// Also returns, for each column a subquery computes, the size of its
-/// expression once inlined (see [`Sizes`]).
+/// Also returns the [`Sizes`] of its output columns (`base` gives the
+/// table's own), and the work per row of its filters.
 pub(super) fn rewrite(
     plan: &LogicalPlan,
     table: &str,
     view: &LogicalPlan,
-) -> Result<(LogicalPlan, Sizes)> {
+    base: &Sizes,
+) -> Result<(LogicalPlan, Sizes, u64)> {
     match plan {
         LogicalPlan::SubqueryAlias(alias)
             if alias.alias.table() == table && alias.input.as_ref() == view =>
         {
-            Ok((plan.clone(), Sizes::new()))
+            Ok((plan.clone(), base.clone(), 0))
         }
         LogicalPlan::TableScan(scan) => {
             if scan.table_name.table() != table {
@@ -36,19 +37,22 @@ pub(super) fn rewrite(
                     "the table scan carries filters dpkit did not check",
                 ));
             }
-            Ok((plan.clone(), Sizes::new()))
+            Ok((plan.clone(), base.clone(), 0))
         }
         LogicalPlan::Filter(filter) => {
-            let (input, sizes) = rewrite(&filter.input, table, view)?;
-            let predicate = Totaliser::new(input.schema(), &sizes).predicate(&filter.predicate)?;
+            let (input, sizes, work) = rewrite(&filter.input, table, view, base)?;
+            let mut totaliser = Totaliser::new(input.schema(), &sizes);
+            let predicate = totaliser.predicate(&filter.predicate)?;
+            let work = work.saturating_add(totaliser.work());
+            check_work(work)?;
             let plan = LogicalPlanBuilder::from(input)
                 .filter(predicate)
                 .and_then(LogicalPlanBuilder::build)
                 .map_err(sql_error)?;
-            Ok((plan, sizes))
+            Ok((plan, sizes, work))
         }
         LogicalPlan::Projection(projection) => {
-            let (input, sizes) = rewrite(&projection.input, table, view)?;
+            let (input, sizes, work) = rewrite(&projection.input, table, view, base)?;
             let mut totaliser = Totaliser::new(input.schema(), &sizes);
             let mut exprs = Vec::with_capacity(projection.expr.len());
             let mut computed = Sizes::new();
@@ -56,11 +60,17 @@ pub(super) fn rewrite(
                 let (qualifier, field) = projection.schema.qualified_field(index);
                 let (total, size) = totaliser.total_with_size(expr)?;
                 let total = total.expr;
-                let known = computed.get(field.name()).copied().unwrap_or((0, 0));
-                computed.insert(
-                    field.name().clone(),
-                    (known.0.max(size.0), known.1.max(size.1)),
-                );
+                // Two columns of one name: the larger of each measure.
+                let merged = match computed.get(field.name()) {
+                    Some(known) => Size {
+                        nodes: known.nodes.max(size.nodes),
+                        depth: known.depth.max(size.depth),
+                        bytes: known.bytes.max(size.bytes),
+                        work: known.work.max(size.work),
+                    },
+                    None => size,
+                };
+                computed.insert(field.name().clone(), merged);
                 exprs.push(match &total {
                     Expr::Column(c)
                         if c.relation.as_ref() == qualifier && &c.name == field.name() =>
@@ -76,15 +86,15 @@ pub(super) fn rewrite(
                 .project(exprs)
                 .and_then(LogicalPlanBuilder::build)
                 .map_err(sql_error)?;
-            Ok((plan, computed))
+            Ok((plan, computed, work))
         }
         LogicalPlan::SubqueryAlias(alias) => {
-            let (input, sizes) = rewrite(&alias.input, table, view)?;
+            let (input, sizes, work) = rewrite(&alias.input, table, view, base)?;
             let plan = LogicalPlanBuilder::from(input)
                 .alias(alias.alias.clone())
                 .and_then(LogicalPlanBuilder::build)
                 .map_err(sql_error)?;
-            Ok((plan, sizes))
+            Ok((plan, sizes, work))
         }
         LogicalPlan::Join(_) => Err(not_private("joins are not supported")),
         LogicalPlan::Union(_) => Err(not_private("UNION is not supported")),

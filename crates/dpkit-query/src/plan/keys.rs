@@ -12,7 +12,7 @@ use super::lineage::Lineage;
 use super::{DomainOf, KeySelection, not_private, sql_error, unalias};
 use crate::description::ColumnKind;
 use crate::error::Result;
-use crate::total::{Sizes, Totaliser};
+use crate::total::{Sizes, Totaliser, Ty};
 
 /// Enough domain cells: a GROUP BY over more combinations is refused.
 const MAX_DOMAIN_CELLS: usize = 100_000;
@@ -27,6 +27,8 @@ pub(super) struct Keys {
     pub(super) names: Vec<String>,
     /// How keys are chosen.
     pub(super) selection: KeySelection,
+    /// Their work per row (see `crate::total_work`).
+    pub(super) work: u64,
 }
 
 /// The columns an expression reads.
@@ -60,7 +62,12 @@ pub(super) fn plan(
             ));
         }
         names.push(aggregate.schema.field(index).name().clone());
-        let total = totaliser.total(expr)?.expr;
+        let total = totaliser.total(expr)?;
+        // A text key is hashed and compared once per row.
+        if total.ty == Ty::Text {
+            totaliser.charge(total.bytes)?;
+        }
+        let total = total.expr;
         let (rewritten, domain) = key(expr, total, schema, lineage, domain_of)?;
         exprs.push(rewritten.alias(format!("__dpkit_key_{index}")));
         domains.push(domain);
@@ -76,6 +83,7 @@ pub(super) fn plan(
         exprs,
         names,
         selection,
+        work: totaliser.work(),
     })
 }
 

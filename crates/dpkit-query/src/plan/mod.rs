@@ -25,6 +25,7 @@ use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, LogicalPlanBuilder,
 
 use crate::description::Description;
 use crate::error::{QueryError, Result};
+use crate::total::{Size, Sizes};
 
 /// What one released aggregate is.
 #[derive(Debug, Clone, PartialEq)]
@@ -361,7 +362,9 @@ pub(crate) fn plan_private(
 ) -> Result<PrivateQuery> {
     let shape = peel(logical)?;
     let aggregate = shape.aggregate;
-    let (input, sizes) = input::rewrite(&aggregate.input, &description.table, view)?;
+    let base = base_sizes(view, description);
+    let (input, sizes, filter_work) =
+        input::rewrite(&aggregate.input, &description.table, view, &base)?;
     #[cfg(feature = "planted-holes")]
     let input = planted_cap_after_from(input, description)?;
     let reads_table = input::reads_table_directly(&aggregate.input, &description.table, view);
@@ -373,6 +376,11 @@ pub(crate) fn plan_private(
     };
     let keys = keys::plan(aggregate, input.schema(), &sizes, &lineage, domain_of)?;
     let mut measured = aggregates::plan(aggregate, input.schema(), &sizes, &lineage, reads_table)?;
+    crate::total::check_work(
+        filter_work
+            .saturating_add(keys.work)
+            .saturating_add(measured.work),
+    )?;
     let threshold_measurement =
         (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
     let (outputs, order_by) = outputs::plan(&shape, aggregate, &mut measured.aggregates)?;
@@ -401,6 +409,23 @@ pub(crate) fn plan_private(
             .map(|rows| rows as f64),
         remote: None,
     })
+}
+
+/// The [`Size`] of each of the table's columns: text at most its
+/// `max_length` characters, anything else a number's length.
+fn base_sizes(view: &LogicalPlan, description: &Description) -> Sizes {
+    view.schema()
+        .fields()
+        .iter()
+        .map(|field| {
+            let bytes = if field.data_type() == &datafusion::arrow::datatypes::DataType::Utf8 {
+                crate::total_work::bytes_of_characters(description.max_length(field.name()))
+            } else {
+                crate::total_work::NUMBER_AS_TEXT_BYTES
+            };
+            (field.name().clone(), Size::base(bytes))
+        })
+        .collect()
 }
 
 /// The hole: the cap partitioned by whatever the query's FROM calls the id.

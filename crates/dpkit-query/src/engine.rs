@@ -65,7 +65,15 @@ pub struct QueryEngine {
     view: datafusion::logical_expr::LogicalPlan,
     /// The database that runs the plans, when the table lives in one, and
     /// the `SELECT` that reads its table with the declared types.
-    database: Option<(Box<dyn Backend>, String)>,
+    database: Option<Database>,
+}
+
+/// The database that runs the plans, the `SELECT` of its typed view, and
+/// its table's columns as they were when it was opened.
+struct Database {
+    backend: Box<dyn Backend>,
+    source: String,
+    columns: Vec<(String, crate::backend::DatabaseType)>,
 }
 
 /// The reason a run that ran out of time fails with.
@@ -147,7 +155,11 @@ impl QueryEngine {
                 .map_err(|e| QueryError::Data(format!("cannot plan over the table: {e}")))?;
         let source = backend.source(&columns);
         let mut engine = Self::with_table(description, Arc::new(empty))?;
-        engine.database = Some((backend, source));
+        engine.database = Some(Database {
+            backend,
+            source,
+            columns: found,
+        });
         Ok(engine)
     }
 
@@ -238,11 +250,29 @@ impl QueryEngine {
             self.enumerate_domain(expr, column, bounds)
         };
         let mut query = plan_private(sql, &logical, &self.description, &self.view, &mut domain_of)?;
-        if let Some((backend, source)) = &self.database {
+        if let Some(Database {
+            backend,
+            source,
+            columns,
+        }) = &self.database
+        {
+            // A table whose columns changed since it was opened could fail
+            // on a row of the new type: refused now, for free.
+            if backend.columns()? != *columns {
+                return Err(QueryError::Description(format!(
+                    "the {} table's columns changed since dpkit opened it: open it again",
+                    backend.flavour().name()
+                )));
+            }
             let raw = crate::source::raw_table_name(&self.description.table);
-            let remote =
-                crate::backend::sql::remote_plan(&query.plan, backend.flavour(), &raw, source)?;
-            backend.check(&remote)?;
+            let remote = crate::backend::sql::remote_plan(
+                &query.plan,
+                backend.flavour(),
+                &raw,
+                source,
+                query.count_ceiling,
+            )?;
+            backend.check(&remote, query.plan.schema().inner())?;
             query.remote = Some(remote);
         }
         Ok(query)
@@ -330,7 +360,7 @@ impl QueryEngine {
 
     /// Runs the rewritten plan: the exact, clamped, per-group measurements.
     pub fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
-        if let Some((backend, _)) = &self.database {
+        if let Some(Database { backend, .. }) = &self.database {
             // As in the engine below: a panic is a failure, kept charged.
             let run = std::panic::AssertUnwindSafe(|| self.exact_in_database(&**backend, query));
             return std::panic::catch_unwind(run).unwrap_or_else(|_| {

@@ -33,6 +33,9 @@ pub enum Hole {
     /// Regular expressions and LIKE patterns run by Arrow's regex engine,
     /// whose cost per row grows with the pattern's size.
     BacktrackingPatterns = 256,
+    /// The SQL sent to a database is not read back and compared with the
+    /// statement dpkit wrote.
+    UnreadSql = 512,
 }
 
 static PLANTED: AtomicU32 = AtomicU32::new(0);

@@ -21,8 +21,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use databases::{ADULT_TYPES, adult_text, in_database, sqlite_file};
+use dpkit_core::lattice::GridValue;
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, QueryError, ReleaseSettings};
+use dpkit_query::{
+    Description, Ledger, MechanismChoice, QueryEngine, QueryError, ReleaseSettings, RunLimits,
+};
 use places::Place;
 use postgres::Postgres;
 
@@ -74,7 +77,7 @@ const SQLITE_ONLY: &[&str] = &[
 
 type Group = (
     Vec<String>,
-    Vec<dpkit_core::lattice::GridValue>,
+    Vec<GridValue>,
     Vec<dpkit_query::release::Cells>,
 );
 
@@ -435,10 +438,34 @@ fn differences_are_one_line_at(place: &Place<'_>) {
 
 /// Every check at one place: Adult, extreme values, the oracles and the
 /// auditor.
+/// Sums past every old limit: 16,384 values of 2^62 (2^76 in all, past
+/// 64 bits) and of 2^40 on a grid of 1 (2^54 steps, past a double's 2^53),
+/// exact wherever they are computed.
+fn totals_past_64_bits_at(place: &Place<'_>) {
+    let rows: String = (0..16_384)
+        .map(|i| format!("{i},4611686018427387904,1099511627776\n"))
+        .collect();
+    let csv = format!("id,big,wide\n{rows}");
+    let description = "[table]\nname = \"s\"\nfile = \"s.csv\"\n\
+        [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 10.0\n\
+        [columns.id]\ntype = \"integer\"\n\
+        [columns.big]\ntype = \"integer\"\nbounds = [0, 4611686018427387904]\n\
+        [columns.wide]\ntype = \"real\"\nbounds = [0, 1099511627776]\n";
+    let types = &[("id", "INTEGER"), ("big", "INTEGER"), ("wide", "REAL")];
+    let engine = place.open("sums", &csv, types, description);
+    let sql = "SELECT SUM(big) AS b, SUM(wide) AS w, COUNT(*) AS n FROM s";
+    let groups = exact(&engine, sql);
+    let values = &groups[0].1;
+    assert_eq!(values[0], GridValue::whole(1 << 76), "the sum of 2^62s");
+    assert_eq!(values[1], GridValue::whole(1 << 54), "the sum of 2^40s");
+    assert_eq!(values[2], GridValue::whole(16_384));
+}
+
 fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
     if !matches!(place, Place::Embedded) {
         differences_are_one_line_at(place);
     }
+    totals_past_64_bits_at(place);
     adult_runs_at(place, queries, refused);
     extremes_run_at(place);
     no_oracle_at(place);
@@ -551,11 +578,84 @@ fn postgres_runs_the_private_plans_of_the_embedded_engine() {
     collations_are_bytewise(&source, &server.folder);
 }
 
+/// PostgreSQL over TLS as `sslmode` says: a server that refuses every
+/// connection without TLS answers under `prefer` (the default), `require`
+/// and `verify-full` with the authority that signed its certificate for
+/// 127.0.0.1; `verify-full` with another authority, a root certificate
+/// that is not there, and `disable` are one line each, no password shown.
+#[test]
+fn postgres_connections_use_tls_as_sslmode_says() {
+    let server = Postgres::start_tls_only("tls");
+    Place::Postgres(&server).open("t", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION);
+    let open = |settings: &str| {
+        let source = format!(
+            "postgres = \"{} password=secret-pw {settings}\"\nsource_table = \"t\"",
+            server.connection()
+        );
+        QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &server.folder))
+    };
+    let ca = server.authority("ca").display().to_string();
+    for settings in [
+        "",
+        "sslmode=require",
+        &format!("sslmode=verify-full sslrootcert={ca}"),
+    ] {
+        let engine = open(settings).unwrap_or_else(|e| panic!("{settings}: {e}"));
+        assert_eq!(
+            exact(&engine, "SELECT COUNT(*) AS n FROM t")[0].1,
+            [GridValue::whole(4)]
+        );
+    }
+    let other = server.authority("other").display().to_string();
+    for settings in [
+        format!("sslmode=verify-full sslrootcert={other}"),
+        format!("sslmode=verify-ca sslrootcert={other}"),
+        "sslmode=verify-full sslrootcert=/no/such/ca.pem".to_string(),
+        "sslmode=disable".to_string(),
+    ] {
+        let Err(error) = open(&settings) else {
+            panic!("{settings}: connected");
+        };
+        let message = error.to_string();
+        assert!(
+            !message.contains("secret-pw") && !message.contains('\n'),
+            "{settings}: {message}"
+        );
+    }
+}
+
+/// A table whose columns change after dpkit opened it (an integer column
+/// now text, whose cast could fail on one row) is refused at planning,
+/// free; a statement whose result types are not what the plan reads is
+/// refused too, before anything runs.
+#[test]
+fn types_are_checked_before_anything_is_spent() {
+    let server = Postgres::start("types");
+    let engine = Place::Postgres(&server).open("t", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION);
+    let ledger = Ledger::open(&folder("types").join("ledger.sqlite"), 10.0, 0.0).unwrap();
+    let sql = "SELECT COUNT(*) AS n, SUM(age) AS s FROM t";
+    answer(&engine, &ledger, sql).unwrap();
+    let spent = ledger.state().unwrap().spent_epsilon;
+    server.psql("ALTER TABLE t ALTER COLUMN age TYPE text; INSERT INTO t (age) VALUES ('old')");
+    let refused = answer(&engine, &ledger, sql);
+    assert!(
+        matches!(&refused, Err(QueryError::Description(m)) if m.contains("changed since")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        ledger.state().unwrap().spent_epsilon,
+        spent,
+        "a refusal spends nothing"
+    );
+}
+
 /// One cluster for every Spark check (it takes seconds to start), and
 /// last, the Connect server going away mid-query.
 #[test]
 fn spark_runs_the_private_plans_of_the_embedded_engine() {
-    let mut spark = spark::Spark::start("checks");
+    // Every result stream is cut after one response: each query reads on
+    // by reattaching, and its result is whole only at ResultComplete.
+    let mut spark = spark::Spark::start_cutting_streams("checks");
     let place = Place::Spark(&spark);
     let queries: Vec<&str> = [SHARED, REAL_ARITHMETIC].concat();
     every_check_at(&place, &queries, SQLITE_ONLY);
@@ -573,11 +673,43 @@ fn spark_runs_the_private_plans_of_the_embedded_engine() {
     spark.sql(&["CREATE VIEW slow AS SELECT * FROM slow_rows \
                  WHERE reflect('java.lang.Thread', 'sleep', CAST(1500 AS BIGINT)) IS NOT NULL"
         .to_string()]);
+    timed_out_queries_stop_on_the_cluster(&spark, &slow);
     drop(slow);
     let source = format!("spark = \"{}\"\nsource_table = \"slow\"", spark.address());
     let engine =
         QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &spark.folder)).unwrap();
     refunded_when_the_server_goes_away(&engine, || spark.stop_connect());
+}
+
+/// A query past its time limit is interrupted on the cluster, not only
+/// abandoned: its four rows sleep 4 s each on the cluster's two cores, and
+/// a query that follows it runs at once rather than after them.
+fn timed_out_queries_stop_on_the_cluster(spark: &spark::Spark, quick: &QueryEngine) {
+    spark.sql(&[
+        "CREATE VIEW sleepy AS SELECT /*+ REPARTITION(4) */ * FROM slow_rows \
+                 WHERE reflect('java.lang.Thread', 'sleep', CAST(4000 AS BIGINT)) IS NOT NULL"
+            .to_string(),
+    ]);
+    let source = format!("spark = \"{}\"\nsource_table = \"sleepy\"", spark.address());
+    let mut engine =
+        QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &spark.folder)).unwrap();
+    engine.set_limits(RunLimits {
+        timeout: Some(Duration::from_secs(1)),
+        ..RunLimits::default()
+    });
+    let ledger = Ledger::open(&folder("interrupt").join("ledger.sqlite"), 10.0, 0.0).unwrap();
+    let outcome = answer(&engine, &ledger, "SELECT COUNT(*) AS n FROM t");
+    assert!(
+        matches!(&outcome, Err(QueryError::FailedWhileRunning(m)) if m.contains("time limit")),
+        "{outcome:?}"
+    );
+    let started = std::time::Instant::now();
+    exact(quick, "SELECT COUNT(*) AS n FROM t");
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(6),
+        "the next query waited {waited:?}: the timed-out one kept the cluster's cores"
+    );
 }
 
 /// A query that is running when its server goes away is an I/O failure:
@@ -686,7 +818,7 @@ fn a_database_table_opened_in_memory_is_queried_where_it_lives() {
     let groups = exact(&engine, "SELECT COUNT(*) AS n FROM t");
     assert_eq!(
         groups[0].1,
-        [dpkit_core::lattice::GridValue::whole(4)],
+        [GridValue::whole(4)],
         "every row is counted, none copied away"
     );
 }

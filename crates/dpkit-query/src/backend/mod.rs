@@ -15,6 +15,7 @@ mod bridge;
 mod placeholder;
 mod planned;
 mod postgres;
+mod postgres_tls;
 mod rows;
 mod safe_sql;
 mod spark;
@@ -54,11 +55,13 @@ pub trait Backend: Send + Sync {
     /// The `SELECT` that reads the table's columns as `columns` declares.
     fn source(&self, columns: &[(String, ColumnKind)]) -> String;
     /// Asks the database whether it can run `plan`, without reading a row
-    /// (SQLite and PostgreSQL prepare it, Spark explains it): a plan it
+    /// (SQLite and PostgreSQL prepare it, Spark describes it): a plan it
     /// cannot run is refused at planning, so that a failure that cannot
-    /// depend on the rows is never charged. A database that cannot be
-    /// reached is [`QueryError::Data`].
-    fn check(&self, plan: &RemotePlan) -> Result<()>;
+    /// depend on the rows is never charged. PostgreSQL and Spark also say
+    /// the type of each column the statement returns, which must be the
+    /// type `schema` reads (SQLite's values carry their own types). A
+    /// database that cannot be reached is [`QueryError::Data`].
+    fn check(&self, plan: &RemotePlan, schema: &SchemaRef) -> Result<()>;
     /// Runs `plan`; the result has `schema`'s columns. Failures that cannot
     /// depend on the rows (the database cannot be reached) are
     /// [`QueryError::Data`], refunded; any other is
@@ -123,6 +126,34 @@ pub(crate) fn declared_columns(
             (name.clone(), kind)
         })
         .collect())
+}
+
+/// The refusal of a plan whose result columns a database types otherwise
+/// than the plan reads them: `found` lists (name, type) as it says.
+pub(crate) fn check_result_types(
+    flavour: Flavour,
+    schema: &SchemaRef,
+    found: &[(String, String)],
+    accepts: impl Fn(&datafusion::arrow::datatypes::DataType, &str) -> bool,
+) -> Result<()> {
+    let wrong: Vec<&str> = schema
+        .fields()
+        .iter()
+        .filter(|field| {
+            !found
+                .iter()
+                .any(|(name, ty)| name == field.name() && accepts(field.data_type(), ty))
+        })
+        .map(|field| field.name().as_str())
+        .collect();
+    if wrong.is_empty() && found.len() == schema.fields().len() {
+        return Ok(());
+    }
+    Err(QueryError::Sql(format!(
+        "{} would return the plan's columns with other types ({}): nothing was run",
+        flavour.name(),
+        wrong.join(", ")
+    )))
 }
 
 /// The refusal of a plan the database says it cannot run: the first line

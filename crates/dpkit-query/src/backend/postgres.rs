@@ -8,7 +8,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, Config, NoTls, Row};
+use tokio_postgres::{Client, Config, Row};
 
 use super::rows::{Cell, Rows, shape_error};
 use super::sql::{Flavour, RemotePlan};
@@ -23,6 +23,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct PostgresTable {
     runtime: tokio::runtime::Runtime,
     config: Config,
+    /// TLS as the connection string's `sslmode` says (see `postgres_tls`).
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
     /// The open connection; `None` after it was lost (reopened on next use).
     client: Mutex<Option<Client>>,
     table: String,
@@ -37,7 +39,9 @@ fn unreachable_error(reason: &str) -> QueryError {
 impl PostgresTable {
     /// Connects with `connection` (libpq `key=value` or a URL) to `table`.
     pub(crate) fn open(connection: &str, table: &str) -> Result<Self> {
-        let mut config = Config::from_str(connection).map_err(|_| {
+        let (connection, tls) = super::postgres_tls::split(connection)?;
+        let tls = super::postgres_tls::connector(&tls)?;
+        let mut config = Config::from_str(&connection).map_err(|_| {
             QueryError::Description(
                 "the postgres connection string does not parse (use key=value pairs or a postgresql:// URL)"
                     .into(),
@@ -54,6 +58,7 @@ impl PostgresTable {
         let this = Self {
             runtime,
             config,
+            tls,
             client: Mutex::new(None),
             table: table.to_string(),
         };
@@ -65,7 +70,7 @@ impl PostgresTable {
     fn connect(&self) -> Result<Client> {
         let (client, connection) = self
             .runtime
-            .block_on(self.config.connect(NoTls))
+            .block_on(self.config.connect(self.tls.clone()))
             .map_err(|e| unreachable_error(&format!("cannot be reached: {}", reason(&e))))?;
         self.runtime.spawn(connection);
         // Literals in the SQL sent are written with standard quoting.
@@ -164,11 +169,18 @@ impl Backend for PostgresTable {
         Flavour::Postgres.cast_source(&self.table, columns)
     }
 
-    fn check(&self, plan: &RemotePlan) -> Result<()> {
-        let prepared =
-            self.with_client(async |client| client.prepare(plan.sql.as_str()).await.map(drop));
+    fn check(&self, plan: &RemotePlan, schema: &SchemaRef) -> Result<()> {
+        let prepared = self.with_client(async |client| {
+            let statement = client.prepare(plan.sql.as_str()).await?;
+            Ok(statement
+                .columns()
+                .iter()
+                .map(|c| (c.name().to_string(), c.type_().name().to_string()))
+                .collect::<Vec<_>>())
+        });
         match prepared {
-            Ok(outcome) => outcome,
+            Ok(Ok(types)) => super::check_result_types(Flavour::Postgres, schema, &types, reads_as),
+            Ok(Err(error)) => Err(error),
             Err(error) => match error.as_db_error() {
                 Some(db) if !went_away(&error) => {
                     Err(super::cannot_run(Flavour::Postgres, db.message()))
@@ -238,6 +250,22 @@ fn batch(rows: &[Row], schema: SchemaRef) -> Result<RecordBatch> {
         }
     }
     batch.finish()
+}
+
+/// Whether a result column PostgreSQL types `found` is read as `wanted`
+/// (see `batch`: exact sums and quantile cells come as text).
+fn reads_as(wanted: &datafusion::arrow::datatypes::DataType, found: &str) -> bool {
+    use datafusion::arrow::datatypes::DataType as T;
+    match wanted {
+        T::Int64 => matches!(found, "int8" | "int4" | "int2"),
+        T::Float64 => found == "float8",
+        T::Utf8 => matches!(found, "text" | "varchar"),
+        T::Decimal128(_, 0) | T::List(_) => found == "text",
+        T::Boolean => found == "bool",
+        // A key that is NULL in every row.
+        T::Null => true,
+        _ => false,
+    }
 }
 
 /// Whether `error` says the server could not be reached or went away.

@@ -23,6 +23,15 @@ use crate::error::{QueryError, Result};
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const EXECUTE_PLAN: &str = "/spark.connect.SparkConnectService/ExecutePlan";
+const INTERRUPT: &str = "/spark.connect.SparkConnectService/Interrupt";
+const REATTACH_EXECUTE: &str = "/spark.connect.SparkConnectService/ReattachExecute";
+const RELEASE_EXECUTE: &str = "/spark.connect.SparkConnectService/ReleaseExecute";
+/// Streams of one operation read at most (each ends after at least one
+/// response, as Spark sends them; its defaults end one after two minutes
+/// or a gigabyte).
+const MAX_REATTACHES: usize = 100_000;
+/// How long asking the cluster to stop a timed-out operation may take.
+const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A Spark table.
 pub(crate) struct SparkTable {
@@ -98,53 +107,141 @@ impl SparkTable {
         })
     }
 
-    /// Runs `sql` and collects its Arrow batches.
+    /// Runs `sql` and collects its Arrow batches. Past `timeout` the
+    /// operation is interrupted on the cluster, not only abandoned here.
     fn execute(
         &self,
         sql: &str,
         timeout: Option<Duration>,
     ) -> std::result::Result<Vec<RecordBatch>, tonic::Status> {
         let _one_at_a_time = self.running.lock();
-        let request = proto::ExecutePlanRequest::sql(&self.session, sql);
-        let work = async {
-            // No limit of its own on a response's size: tonic's default of
-            // 4 MiB would fail a quantile's list of cells once a group has
-            // about a million rows, a threshold one row can cross.
-            let mut client = tonic::client::Grpc::new(self.channel.clone())
-                .max_decoding_message_size(usize::MAX);
-            client
-                .ready()
-                .await
-                .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-            let mut stream =
-                client
-                    .server_streaming(
-                        tonic::Request::new(request),
-                        PathAndQuery::from_static(EXECUTE_PLAN),
-                        tonic_prost::ProstCodec::<
-                            proto::ExecutePlanRequest,
-                            proto::ExecutePlanResponse,
-                        >::default(),
-                    )
-                    .await?
-                    .into_inner();
-            let mut batches = Vec::new();
-            while let Some(response) = stream.message().await? {
-                if let Some(arrow) = response.arrow_batch {
-                    batches.extend(decode(&arrow.data)?);
-                }
-            }
-            Ok(batches)
-        };
+        let operation = session_id().map_err(|e| tonic::Status::internal(e.to_string()))?;
+        let request = proto::ExecutePlanRequest::sql(&self.session, &operation, sql);
+        let work = self.stream(request, &operation);
         self.runtime.block_on(async {
-            match timeout {
-                None => work.await,
-                Some(limit) => tokio::time::timeout(limit, work)
-                    .await
-                    .unwrap_or_else(|_| Err(tonic::Status::deadline_exceeded("time limit"))),
+            let Some(limit) = timeout else {
+                return work.await;
+            };
+            match tokio::time::timeout(limit, work).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    self.interrupt(&operation).await;
+                    Err(tonic::Status::deadline_exceeded("time limit"))
+                }
             }
         })
     }
+
+    /// The batches of one operation, checked complete: a reattachable
+    /// execution's result is whole only once Spark sends `ResultComplete`;
+    /// a stream that ends before it (Spark ends them after a while, or
+    /// past a size) is reattached to from its last response, and a batch
+    /// whose row count is not what it says is refused. A partial result is
+    /// never read as a smaller answer.
+    async fn stream(
+        &self,
+        request: proto::ExecutePlanRequest,
+        operation: &str,
+    ) -> std::result::Result<Vec<RecordBatch>, tonic::Status> {
+        let mut responses = self.responses(EXECUTE_PLAN, request).await?;
+        let mut batches = Vec::new();
+        let mut last: Option<String> = None;
+        for _ in 0..MAX_REATTACHES {
+            while let Some(response) = responses.message().await? {
+                if let Some(arrow) = response.arrow_batch {
+                    let decoded = decode(&arrow.data)?;
+                    let rows: usize = decoded.iter().map(RecordBatch::num_rows).sum();
+                    if i64::try_from(rows).ok() != Some(arrow.row_count) {
+                        return Err(incomplete());
+                    }
+                    batches.extend(decoded);
+                }
+                if response.result_complete.is_some() {
+                    self.release(operation).await;
+                    return Ok(batches);
+                }
+                if !response.response_id.is_empty() {
+                    last = Some(response.response_id);
+                }
+            }
+            let again =
+                proto::ReattachExecuteRequest::after(&self.session, operation, last.clone());
+            responses = self.responses(REATTACH_EXECUTE, again).await?;
+        }
+        Err(incomplete())
+    }
+
+    /// A stream of `ExecutePlanResponse`s from the server-streaming method
+    /// at `path`. No limit of its own on a response's size: tonic's
+    /// default of 4 MiB would fail a quantile's list of cells once a group
+    /// has about a million rows, a threshold one row can cross.
+    async fn responses<Q: prost::Message + Send + Sync + 'static>(
+        &self,
+        path: &'static str,
+        request: Q,
+    ) -> std::result::Result<tonic::Streaming<proto::ExecutePlanResponse>, tonic::Status> {
+        let mut client =
+            tonic::client::Grpc::new(self.channel.clone()).max_decoding_message_size(usize::MAX);
+        client
+            .ready()
+            .await
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        Ok(client
+            .server_streaming(
+                tonic::Request::new(request),
+                PathAndQuery::from_static(path),
+                tonic_prost::ProstCodec::<Q, proto::ExecutePlanResponse>::default(),
+            )
+            .await?
+            .into_inner())
+    }
+
+    /// Tells the server it may drop what it keeps of `operation` for
+    /// reattaching (best effort: it drops it after a while anyway).
+    async fn release(&self, operation: &str) {
+        let request = proto::ReleaseExecuteRequest::all(&self.session, operation);
+        let ask = async {
+            let mut client = tonic::client::Grpc::new(self.channel.clone());
+            client.ready().await.ok()?;
+            client
+                .unary(
+                    tonic::Request::new(request),
+                    PathAndQuery::from_static(RELEASE_EXECUTE),
+                    tonic_prost::ProstCodec::<
+                        proto::ReleaseExecuteRequest,
+                        proto::ReleaseExecuteResponse,
+                    >::default(),
+                )
+                .await
+                .ok()
+        };
+        let _ = tokio::time::timeout(INTERRUPT_TIMEOUT, ask).await;
+    }
+
+    /// Interrupts `operation` on the cluster (at most a few seconds spent
+    /// asking; a server that does not answer has stopped it anyway).
+    async fn interrupt(&self, operation: &str) {
+        let request = proto::InterruptRequest::operation(&self.session, operation);
+        let ask = async {
+            let mut client = tonic::client::Grpc::new(self.channel.clone());
+            client.ready().await.ok()?;
+            client
+                .unary(
+                    tonic::Request::new(request),
+                    PathAndQuery::from_static(INTERRUPT),
+                    tonic_prost::ProstCodec::<proto::InterruptRequest, proto::InterruptResponse>::default(),
+                )
+                .await
+                .ok()
+        };
+        let _ = tokio::time::timeout(INTERRUPT_TIMEOUT, ask).await;
+    }
+}
+
+/// A result stream that ended before its end: not `data_loss`, which is
+/// refunded as a lost server (whether it is lost cannot be told here).
+fn incomplete() -> tonic::Status {
+    tonic::Status::internal("the result stream ended before its end")
 }
 
 /// One Arrow IPC stream's batches.
@@ -223,7 +320,7 @@ impl Backend for SparkTable {
         Flavour::Spark.cast_source(&self.table, columns)
     }
 
-    fn check(&self, plan: &RemotePlan) -> Result<()> {
+    fn check(&self, plan: &RemotePlan, schema: &SchemaRef) -> Result<()> {
         let explained = self
             .execute(&format!("EXPLAIN {}", plan.sql), None)
             .map_err(|status| match status.code() {
@@ -238,13 +335,31 @@ impl Backend for SparkTable {
             .map(|batch| text_column(batch, 0))
             .collect::<Result<Vec<_>>>()?
             .concat();
-        match text.first() {
-            Some(first) if first.starts_with("Error occurred") => Err(super::cannot_run(
+        if let Some(first) = text.first()
+            && first.starts_with("Error occurred")
+        {
+            return Err(super::cannot_run(
                 Flavour::Spark,
                 text.get(1).map_or("", String::as_str),
-            )),
-            _ => Ok(()),
+            ));
         }
+        let described = self
+            .execute(&format!("DESCRIBE QUERY {}", plan.sql), None)
+            .map_err(|status| match status.code() {
+                tonic::Code::Unavailable | tonic::Code::Cancelled => {
+                    unreachable_error("cannot be reached")
+                }
+                _ => super::cannot_run(Flavour::Spark, status.message()),
+            })?;
+        let mut types = Vec::new();
+        for batch in &described {
+            types.extend(
+                text_column(batch, 0)?
+                    .into_iter()
+                    .zip(text_column(batch, 1)?),
+            );
+        }
+        super::check_result_types(Flavour::Spark, schema, &types, reads_as)
     }
 
     fn run(
@@ -273,6 +388,21 @@ impl Backend for SparkTable {
             }
         }
         rows.finish()
+    }
+}
+
+/// Whether a result column Spark types `found` is read as `wanted` (see
+/// `cell`: exact sums come as whole decimals, quantile cells as text).
+fn reads_as(wanted: &DataType, found: &str) -> bool {
+    match wanted {
+        DataType::Int64 => matches!(found, "bigint" | "int" | "smallint" | "tinyint"),
+        DataType::Float64 => found == "double",
+        DataType::Utf8 | DataType::List(_) => found == "string",
+        DataType::Decimal128(_, 0) => found.starts_with("decimal(") && found.ends_with(",0)"),
+        DataType::Boolean => found == "boolean",
+        // A key that is NULL in every row.
+        DataType::Null => true,
+        _ => false,
     }
 }
 

@@ -189,6 +189,72 @@ fn dialect(flavour: Flavour) -> &'static dyn Dialect {
     }
 }
 
+/// The statement as sent reads back as the statement written: printed,
+/// parsed again in the database's dialect, the same tree. sqlparser's
+/// printer and parser once disagreed (a quote after a backslash in the
+/// analyst's literal was printed as it was, and read back as the literal's
+/// end, so the rest of it ran as SQL); any such disagreement left, in a
+/// spelling or in the printer, is refused here, before anything is spent.
+/// Returns the text that was read back: the text to send.
+pub(crate) fn reads_back(statement: &ast::Statement, flavour: Flavour) -> Result<String> {
+    #[cfg(feature = "planted-holes")]
+    if crate::planted::is_planted(crate::planted::Hole::UnreadSql) {
+        return Ok(statement.to_string());
+    }
+    let mut written = statement.clone();
+    let _ = ast::VisitMut::visit(&mut written, &mut Canonical);
+    let text = written.to_string();
+    let parsed = Parser::new(dialect(flavour))
+        .with_recursion_limit(100_000)
+        .try_with_sql(&text)
+        .and_then(|mut parser| parser.parse_statements());
+    match parsed {
+        Ok(statements) if statements.as_slice() == std::slice::from_ref(&written) => Ok(text),
+        _ => Err(QueryError::NotPrivate(format!(
+            "the SQL for {} would be read otherwise than dpkit wrote it: it cannot be sent",
+            flavour.name()
+        ))),
+    }
+}
+
+/// Trees that print alike and mean the same, written as the parser reads
+/// them: DataFusion's unparser writes a `LIMIT` clause of nothing where
+/// the parser writes none, and a negative number as one literal where the
+/// parser reads a minus before a number (which is why `-` before it is
+/// checked: printed `--5`, it would be read as a comment).
+struct Canonical;
+
+impl ast::VisitorMut for Canonical {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> std::ops::ControlFlow<()> {
+        if let ast::Expr::Value(value) = expr
+            && let ast::Value::Number(number, long) = &value.value
+            && let Some(magnitude) = number.strip_prefix('-')
+        {
+            let magnitude = ast::Value::Number(magnitude.to_string(), *long);
+            *expr = ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus,
+                expr: Box::new(ast::Expr::value(magnitude)),
+            };
+        }
+        std::ops::ControlFlow::Continue(())
+    }
+
+    fn pre_visit_query(&mut self, query: &mut ast::Query) -> std::ops::ControlFlow<()> {
+        if let Some(ast::LimitClause::LimitOffset {
+            limit: None,
+            offset: None,
+            limit_by,
+        }) = &query.limit_clause
+            && limit_by.is_empty()
+        {
+            query.limit_clause = None;
+        }
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
 /// The SQL sent has nothing a database could read differently from
 /// sqlparser's printer, which wrote it:
 /// - no backslash (an escape to Spark, and to the printer before a quote:
@@ -518,9 +584,11 @@ fn sqlite_clamp(v: &str, low: &str, high: &str, centre: Option<&String>) -> Stri
 /// bounds, whose steps are within ±2^32). They are summed in an exact type
 /// and sent as whole steps, never rounded to a double: PostgreSQL's `SUM`
 /// of `bigint` is `numeric` (sent as text); Spark sums bounded steps in two
-/// `bigint`s, their high and their low 16 bits, which cannot overflow
-/// before 2^47 rows in a group, and others in `DECIMAL(38,0)`. A group
-/// whose values are all NULL sums to 0 steps, as in the engine.
+/// `bigint`s, their high and their low 16 bits, when the description's
+/// public count of people bounds a group below 2^47 rows (where they
+/// cannot overflow), and otherwise in `DECIMAL(38,0)`, which holds any sum
+/// of fewer than 2^63 rows. A group whose values are all NULL sums to 0
+/// steps, as in the engine.
 fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
     let (exponent, bounded) = super::placeholder::exact_sum_exponent(name)?;
     let double = flavour.double();
@@ -552,4 +620,49 @@ fn exact_sum(name: &str, v: &str, flavour: Flavour) -> Option<String> {
         (Flavour::Spark, false) => format!("COALESCE(SUM(CAST({steps} AS DECIMAL(38,0))), 0)"),
         _ => format!("CAST(COALESCE(SUM({steps}), 0) AS TEXT)"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statement(sql: &str) -> ast::Statement {
+        Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0)
+    }
+
+    /// The first projection of a `SELECT`, without its parentheses: a tree
+    /// whose printed text reads back as another tree.
+    fn unparenthesised(mut statement: ast::Statement) -> ast::Statement {
+        let ast::Statement::Query(query) = &mut statement else {
+            panic!("not a query")
+        };
+        let ast::SetExpr::Select(select) = query.body.as_mut() else {
+            panic!("not a select")
+        };
+        let ast::SelectItem::UnnamedExpr(ast::Expr::BinaryOp { left, .. }) =
+            &mut select.projection[0]
+        else {
+            panic!("not a binary operation")
+        };
+        let ast::Expr::Nested(inner) = left.as_ref() else {
+            panic!("not parenthesised")
+        };
+        *left = inner.clone();
+        statement
+    }
+
+    #[test]
+    fn a_statement_that_reads_back_otherwise_is_refused() {
+        let written = statement("SELECT (a + b) * c FROM t");
+        for flavour in [Flavour::Postgres, Flavour::Spark, Flavour::Sqlite] {
+            assert!(reads_back(&written, flavour).is_ok());
+            // (a + b) * c without its parentheses prints as a + b * c.
+            let misread = unparenthesised(written.clone());
+            assert_eq!(misread.to_string(), "SELECT a + b * c FROM t");
+            let refused = reads_back(&misread, flavour).unwrap_err();
+            assert!(refused.to_string().contains("read otherwise"), "{refused}");
+        }
+    }
 }

@@ -120,16 +120,19 @@ fn unparse_error(error: impl std::fmt::Display) -> QueryError {
 }
 
 /// `plan` as SQL for `flavour`; `raw_table` is the name the plan reads and
-/// `source` the `SELECT` that defines it from the database's table.
+/// `source` the `SELECT` that defines it from the database's table;
+/// `rows_bound` a public bound on a group's rows, if there is one.
 pub(crate) fn remote_plan(
     plan: &LogicalPlan,
     flavour: Flavour,
     raw_table: &str,
     source: &str,
+    rows_bound: Option<f64>,
 ) -> Result<RemotePlan> {
     let mut translation = Translation {
         flavour,
         functions: Vec::new(),
+        rows_bound,
     };
     let mapped = plan
         .clone()
@@ -146,6 +149,7 @@ pub(crate) fn remote_plan(
         .data;
     let mut statement = unparse(&mapped, flavour)?;
     super::spelling::spell(&mut statement, flavour)?;
+    let statement = super::spelling::reads_back(&statement, flavour)?;
     let sql = format!(
         "WITH {} AS ({source}) {statement}",
         flavour.quote(raw_table)
@@ -219,6 +223,7 @@ impl datafusion::sql::unparser::dialect::Dialect for SparkDialect {
 struct Translation {
     flavour: Flavour,
     functions: Vec<Sqlite>,
+    rows_bound: Option<f64>,
 }
 
 type Step<T> = datafusion::error::Result<Transformed<T>>;
@@ -289,8 +294,9 @@ impl Translation {
     fn aggregate(&mut self, aggregate: AggregateFunction) -> Result<Transformed<Expr>> {
         let name = aggregate.func.name().to_string();
         if let Some(exponent) = crate::exact_sum::grid_exponent(&aggregate.func) {
-            let bounded =
-                matches!(aggregate.params.args.as_slice(), [value] if steps_fit(value, exponent));
+            let bounded = matches!(aggregate.params.args.as_slice(), [value] if steps_fit(value, exponent))
+                && (self.flavour != Flavour::Spark
+                    || self.rows_bound.is_some_and(|n| n < SPARK_SPLIT_ROWS));
             let placeholder = PlaceholderAggregate::exact_sum(exponent, bounded);
             if self.flavour == Flavour::Sqlite {
                 self.functions.push(Sqlite::ExactSum {
@@ -317,6 +323,12 @@ impl Translation {
         }
     }
 }
+
+/// Spark adds bounded steps as two `bigint` sums of 16 bits each, exact up
+/// to 2^47 rows in a group (`spelling::exact_sum`); past that, or when no
+/// public count of people bounds a group's rows, in `DECIMAL(38,0)`, exact
+/// up to 2^63 rows.
+const SPARK_SPLIT_ROWS: f64 = 140_737_488_355_328.0; // 2^47
 
 /// Whether every value of `value` is a clamp to finite literal bounds (or
 /// the square of one, see `planned`) whose grid steps (on the grid

@@ -178,7 +178,7 @@ impl Backend for SqliteTable {
         )
     }
 
-    fn check(&self, plan: &RemotePlan) -> Result<()> {
+    fn check(&self, plan: &RemotePlan, _schema: &SchemaRef) -> Result<()> {
         let connection = self.connection();
         // Columns read as stored rely on the table staying STRICT.
         if self.strict

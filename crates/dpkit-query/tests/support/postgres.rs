@@ -70,9 +70,128 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Sets up `data` to accept TLS connections only, with certificates made
+/// in `folder` (owned by `postgres` when we are root).
+fn require_tls(folder: &Path, data: &Path) {
+    authority(folder, "ca");
+    authority(folder, "other");
+    server_certificate(folder, "ca");
+    for file in ["server.crt", "server.key"] {
+        std::fs::copy(folder.join(file), data.join(file)).unwrap();
+    }
+    let mut settings = std::fs::OpenOptions::new()
+        .append(true)
+        .open(data.join("postgresql.conf"))
+        .unwrap();
+    std::io::Write::write_all(&mut settings, b"ssl = on\n").unwrap();
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        "local all all trust\nhostssl all all 127.0.0.1/32 trust\n\
+         hostnossl all all 127.0.0.1/32 reject\n",
+    )
+    .unwrap();
+    if is_root() {
+        let mut chown = Command::new("chown");
+        chown.args(["-R", "postgres:postgres"]).arg(folder);
+        run(chown, "chown the server's files");
+    }
+    let mut key = Command::new("chmod");
+    key.arg("600").arg(data.join("server.key"));
+    run(key, "chmod the server's key");
+}
+
+/// Runs the `openssl` command line in `folder`.
+fn openssl(folder: &Path, args: &[&str]) {
+    let mut command = Command::new("openssl");
+    command.args(args).current_dir(folder);
+    run(command, "openssl (bash .ci/install-test-tools installs it)");
+}
+
+/// A certificate authority `name` (`name.key`, `name.pem`) in `folder`.
+fn authority(folder: &Path, name: &str) {
+    openssl(
+        folder,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=dpkit test {name}"),
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.pem"),
+        ],
+    );
+}
+
+/// A server certificate for 127.0.0.1 and localhost, signed by `ca`.
+fn server_certificate(folder: &Path, ca: &str) {
+    openssl(
+        folder,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ],
+    );
+    std::fs::write(
+        folder.join("names.ext"),
+        "subjectAltName = IP:127.0.0.1, DNS:localhost\n",
+    )
+    .unwrap();
+    openssl(
+        folder,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            &format!("{ca}.pem"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "names.ext",
+            "-out",
+            "server.crt",
+        ],
+    );
+}
+
 impl Postgres {
     /// Starts a server in a new temporary folder named after `name`.
     pub fn start(name: &str) -> Self {
+        Self::start_with(name, false)
+    }
+
+    /// A server that accepts TLS connections only, with a certificate for
+    /// 127.0.0.1 signed by the authority in `ca.pem` (`other.pem` is an
+    /// authority that did not sign it).
+    pub fn start_tls_only(name: &str) -> Self {
+        Self::start_with(name, true)
+    }
+
+    /// The path of a certificate authority's `name.pem` (see [`Postgres::start_tls_only`]).
+    pub fn authority(&self, name: &str) -> PathBuf {
+        self.folder.join(format!("{name}.pem"))
+    }
+
+    fn start_with(name: &str, tls: bool) -> Self {
         let bin = binaries();
         let folder = std::env::temp_dir().join(format!("dpkit-pg-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
@@ -98,6 +217,9 @@ impl Postgres {
             "--locale=C",
         ]);
         run(initdb, "initdb");
+        if tls {
+            require_tls(&folder, &data);
+        }
         let port = free_port();
         let mut start = server_command(&bin, "pg_ctl");
         start

@@ -61,6 +61,22 @@ fn listening(port: u16) -> bool {
 impl Spark {
     /// Starts a master, two workers and a Connect server in a new folder.
     pub fn start(name: &str) -> Self {
+        Self::start_with(name, &[])
+    }
+
+    /// As [`Spark::start`], with a Connect server that ends every result
+    /// stream after its first response (a reattachable execution's client
+    /// must reattach to read on, as it must after two minutes by default):
+    /// a client that took a stream's end for the result's would read part
+    /// of it.
+    pub fn start_cutting_streams(name: &str) -> Self {
+        Self::start_with(
+            name,
+            &["spark.connect.execute.reattachable.senderMaxStreamSize=1"],
+        )
+    }
+
+    fn start_with(name: &str, settings: &[&str]) -> Self {
         let home = spark_home();
         let folder =
             std::env::temp_dir().join(format!("dpkit-spark-{name}-{}", std::process::id()));
@@ -110,39 +126,39 @@ impl Spark {
                 ],
             );
         }
-        let port = spark.port.to_string();
+        let binding = format!("spark.connect.grpc.binding.port={}", spark.port);
         let warehouse = format!(
             "spark.sql.warehouse.dir={}",
             spark.folder.join("warehouse").display()
         );
-        spark.launch(
-            &home,
-            "connect",
-            &[
-                "bin/spark-submit",
-                "--class",
-                "org.apache.spark.sql.connect.service.SparkConnectServer",
-                "--master",
-                &master,
-                "--name",
-                "dpkit-test",
-                "--conf",
-                &format!("spark.connect.grpc.binding.port={port}"),
-                "--conf",
-                "spark.connect.grpc.binding.address=127.0.0.1",
-                "--conf",
-                "spark.driver.host=127.0.0.1",
-                "--conf",
-                "spark.ui.enabled=false",
-                "--conf",
-                "spark.executor.memory=1g",
-                "--conf",
-                "spark.sql.shuffle.partitions=4",
-                "--conf",
-                &warehouse,
-                "spark-internal",
-            ],
-        );
+        let connect: Vec<&str> = [
+            "bin/spark-submit",
+            "--class",
+            "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--master",
+            &master,
+            "--name",
+            "dpkit-test",
+            "--conf",
+            &binding,
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.executor.memory=1g",
+            "--conf",
+            "spark.sql.shuffle.partitions=4",
+            "--conf",
+            &warehouse,
+        ]
+        .into_iter()
+        .chain(settings.iter().flat_map(|s| ["--conf", s]))
+        .chain(["spark-internal"])
+        .collect();
+        spark.launch(&home, "connect", &connect);
         spark.wait(spark.port, "connect");
         spark
     }
@@ -233,6 +249,7 @@ impl Spark {
         let script = format!(
             "import sys\nfrom pyspark.sql import SparkSession\n\
              s = SparkSession.builder.remote('{}').getOrCreate()\n\
+             s.client.disable_reattachable_execute()\n\
              for q in sys.argv[1:]:\n    s.sql(q).collect()\n",
             self.address()
         );

@@ -30,8 +30,9 @@ pub enum Hole {
     /// away from zero (not translation invariant across 0), instead of
     /// each value rounded ties upwards before it is added.
     RoundedTotals = 128,
-    /// Regular expressions and LIKE patterns run by Arrow's regex engine,
-    /// whose cost per row grows with the pattern's size.
+    /// Regular expressions and LIKE and ILIKE patterns run by Arrow's regex
+    /// engine, whose cost per row grows with the pattern's size and which
+    /// compiles ILIKE's pattern on each batch a row reaches it in.
     BacktrackingPatterns = 256,
     /// The SQL sent to a database is not read back and compared with the
     /// statement dpkit wrote.

@@ -63,7 +63,9 @@ pub(crate) fn expr(
                 // `crate::matcher`); a database's own matcher could take
                 // time that grows with the pattern.
                 "dpkit_regex" => Err(unavailable("a regular expression")),
-                "dpkit_like" => Err(unavailable("a LIKE pattern with `_` or an inner `%`")),
+                "dpkit_like" => Err(unavailable(
+                    "ILIKE, or a LIKE pattern with `_` or an inner `%`",
+                )),
                 "dpkit_add" | "dpkit_sub" | "dpkit_mul" | "dpkit_div" | "dpkit_mod"
                 | "dpkit_abs" => arithmetic(&name, args, type_of, flavour),
                 native if NATIVE.contains(&native) => Ok(Transformed::no(expr)),

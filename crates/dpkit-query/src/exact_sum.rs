@@ -37,20 +37,25 @@ const RESOLUTION_BITS: i32 = 30;
 /// `[-magnitude, magnitude]`: for whole numbers 1, so that each value is
 /// rounded to a whole number before it is added (translation invariant:
 /// a value that is not whole, however it got there, moves the sum by no
-/// more than the bounds allow); otherwise at least 2^30 steps per
-/// magnitude, and never coarser than 1.
+/// more than the bounds allow), or past 2^62 the power of two that keeps
+/// a row's steps within 64 bits; otherwise at least 2^30 steps per
+/// magnitude, never coarser than 1 below 2^62 and past it, again, as
+/// coarse as 64 bits of steps per row ask: a grid capped at 1 once
+/// saturated every row past 2^63 steps, so 1,000 values of 10^20 summed
+/// to 9.2·10^21 with an interval of ±3.5·10^13.
 pub(crate) fn summation_grid(magnitude: f64, integer: bool) -> i32 {
     #[cfg(feature = "planted-holes")]
     let integer = integer && !crate::planted::is_planted(crate::planted::Hole::RoundedTotals);
-    if integer {
-        return 0;
-    }
-    let exponent = if magnitude > 0.0 && magnitude.is_finite() {
-        magnitude.log2().floor() as i32 - RESOLUTION_BITS
+    let binade = if magnitude > 0.0 && magnitude.is_finite() {
+        magnitude.log2().floor() as i32
     } else {
         0
     };
-    exponent.clamp(-1000, 0)
+    let coarsest = (binade - 61).max(0);
+    if integer {
+        return coarsest;
+    }
+    (binade - RESOLUTION_BITS).clamp(-1000, coarsest)
 }
 
 /// `value` rounded outwards to the grid `2^exponent` (away from zero).
@@ -318,7 +323,9 @@ mod tests {
         assert_eq!(summation_grid(99999.0, false), 16 - 30);
         assert_eq!(summation_grid(99999.0, true), 0);
         assert_eq!(summation_grid(0.5, false), -31);
-        assert_eq!(summation_grid(1e300, false), 0);
+        assert_eq!(summation_grid(1e300, false), 996 - 61);
+        assert_eq!(summation_grid(1e20, false), 66 - 61);
+        assert_eq!(summation_grid(1e20, true), 66 - 61);
         assert_eq!(round_out_to_grid(90.0, summation_grid(90.0, false)), 90.0);
         let exponent = summation_grid(0.3, false);
         let out = round_out_to_grid(0.3, exponent);

@@ -90,3 +90,40 @@ fn ten_million_values_at_the_bound_sum_exactly_and_are_released_with_honest_inte
         assert!(high - low < 2.0 * tolerance, "{column}: [{low}, {high}]");
     }
 }
+
+/// Magnitudes far past 2^63 grid steps: once every row was saturated at
+/// 2^63 steps of a grid no coarser than 1, so a thousand values of 10^20
+/// summed to 9.2·10^21 with a tight interval, and a deviation of 5·10^9
+/// came out as 3.04·10^9.
+#[test]
+fn magnitudes_past_sixty_four_bits_of_steps_sum_exactly() {
+    let rows: String = (0..1000)
+        .map(|i| format!("1e20,1e300,{}\n", if i % 2 == 0 { "0" } else { "1e10" }))
+        .collect();
+    let description = "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"row\"\n\
+        [budget]\nepsilon = 1000\n\
+        [columns.x]\ntype = \"real\"\nbounds = [0, 1e20]\n\
+        [columns.y]\ntype = \"real\"\nbounds = [-1e300, 1e300]\n\
+        [columns.r]\ntype = \"real\"\nbounds = [0, 1e10]\n";
+    let t = fixture::Fixture::new(
+        "huge",
+        "t.csv",
+        &format!("x,y,r\n{rows}"),
+        description,
+        1000.0,
+    );
+    let sql = "SELECT SUM(x) AS x, AVG(x) AS mean, SUM(y) AS y, STDDEV(r) AS sd FROM t";
+    let answer = t.answer(sql, 1000.0, 27).unwrap();
+    // STDDEV is the sample deviation, as in SQL.
+    let truths = [1e23, 1e20, 1e303, 5e9 * (1000.0f64 / 999.0).sqrt()];
+    for ((column, cell), truth) in answer.columns.iter().zip(&answer.rows[0]).zip(truths) {
+        let (released, low, high) = value(cell);
+        // Noise at ε = 1000 is below 10^-2 of a bound; rounding to the
+        // grid below 2^-30 of it per row.
+        assert!(
+            ((released - truth) / truth).abs() < 1e-2,
+            "{column} = {released}"
+        );
+        assert!(low <= truth && truth <= high, "{column}: [{low}, {high}]");
+    }
+}

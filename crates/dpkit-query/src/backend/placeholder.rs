@@ -86,20 +86,27 @@ impl PlaceholderAggregate {
     }
 }
 
-/// The name of the exact sum on the grid `2^exponent` (exponents are ≤ 0).
+/// The name of the exact sum on the grid `2^exponent` (`m` before the
+/// exponent's magnitude when it is 0 or below, `p` above).
 pub(crate) fn exact_sum_name(exponent: i32, bounded: bool) -> String {
     let kind = if bounded { "bounded" } else { "exact" };
-    format!("dpkit_{kind}_sum_m{}", exponent.unsigned_abs())
+    let sign = if exponent > 0 { 'p' } else { 'm' };
+    format!("dpkit_{kind}_sum_{sign}{}", exponent.unsigned_abs())
 }
 
 /// The grid exponent a name from [`exact_sum_name`] stands for, and
 /// whether its values' steps are bounded.
 pub(crate) fn exact_sum_exponent(name: &str) -> Option<(i32, bool)> {
-    let (digits, bounded) = match name.strip_prefix("dpkit_bounded_sum_m") {
-        Some(digits) => (digits, true),
-        None => (name.strip_prefix("dpkit_exact_sum_m")?, false),
+    let (signed, bounded) = match name.strip_prefix("dpkit_bounded_sum_") {
+        Some(signed) => (signed, true),
+        None => (name.strip_prefix("dpkit_exact_sum_")?, false),
     };
-    digits.parse::<i32>().ok().map(|k| (-k, bounded))
+    let (sign, digits) = match signed.split_at_checked(1)? {
+        ("m", digits) => (-1, digits),
+        ("p", digits) => (1, digits),
+        _ => return None,
+    };
+    digits.parse::<i32>().ok().map(|k| (sign * k, bounded))
 }
 
 impl AggregateUDFImpl for PlaceholderAggregate {
@@ -130,7 +137,7 @@ mod tests {
 
     #[test]
     fn exact_sum_names_carry_their_grid() {
-        for k in [0, -1, -30, -1000] {
+        for k in [0, -1, -30, -1000, 1, 966] {
             for bounded in [false, true] {
                 assert_eq!(
                     exact_sum_exponent(&exact_sum_name(k, bounded)),

@@ -211,15 +211,20 @@ impl GridValue {
     /// rounding is translation invariant (moving the value by whole steps
     /// of the target grid moves the result by as many), unlike rounding
     /// half away from zero, which sends −0.5 to −1 and 0.5 to 1. `None`
-    /// when a finer target would overflow 128 bits.
+    /// when a finer target would overflow 128 bits. (The release never
+    /// meets `None`: a mechanism's grid is at most 2^20 finer than the
+    /// smaller of its Δ and its noise's scale, and with ε at most 1,000
+    /// that is within about 2^40 of a sum's grid, 2^-30 of its bound.)
     pub fn steps_on(self, target: i32) -> Option<i128> {
         let shift = i64::from(target) - i64::from(self.exponent);
         if shift <= 0 {
-            let left = u32::try_from(-shift).ok()?;
             if self.steps == 0 {
                 return Some(0);
             }
-            return self.steps.checked_mul(1i128.checked_shl(left)?);
+            // 2^127 does not fit in i128 (`checked_shl` would give its
+            // sign bit, i128::MIN).
+            let left = u32::try_from(-shift).ok().filter(|&left| left < 127)?;
+            return self.steps.checked_mul(1i128 << left);
         }
         if shift >= 128 {
             // |steps| ≤ 2^127 on a grid 2^128 times finer: within half a
@@ -294,6 +299,8 @@ mod tests {
         }
         assert_eq!(GridValue::new(5, -2).steps_on(-4), Some(20));
         assert_eq!(GridValue::new(i128::MAX, 0).steps_on(-1), None);
+        assert_eq!(GridValue::new(1, 0).steps_on(-127), None, "not i128::MIN");
+        assert_eq!(GridValue::new(1, 0).steps_on(-126), Some(1 << 126));
         assert_eq!(GridValue::new(i128::MAX, 0).steps_on(200), Some(0));
         assert_eq!(GridValue::new(i128::MIN, 0).steps_on(127), Some(-1));
         assert_eq!(GridValue::new(i128::MIN, 0).steps_on(128), Some(0));

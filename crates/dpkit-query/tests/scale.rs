@@ -1,4 +1,4 @@
-//! Exact at any scale: ten million values at the bound in one group are
+//! Exact at any scale: 10^7 and 10^8 values at the bound in one group are
 //! summed exactly and released with an interval that holds the truth. On
 //! a sum saturating at 2^53 grid steps (2^30 steps per bound) they once
 //! answered `SUM(v) = 536870912 ± 0` and `AVG(v) = 71.8435 ± 0`.
@@ -15,30 +15,33 @@ use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::{Description, Ledger, QueryEngine};
 use fixture::{settings, value};
 
-const ROWS: usize = 10_000_000;
 const BATCH: usize = 1 << 16;
 
-/// `ROWS` rows of `v = 90` (an integer) and `w = 90.0` (a real).
-fn at_the_bound() -> Arc<MemTable> {
+/// `rows` rows of `v = 90` (an integer) and `w = 90.0` (a real), in two
+/// partitions; every full batch shares one batch's buffers, so 10^8 rows
+/// take the memory of one.
+fn at_the_bound(rows: usize) -> Arc<MemTable> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("v", DataType::Int64, false),
         Field::new("w", DataType::Float64, false),
     ]));
-    let batches = (0..ROWS)
-        .step_by(BATCH)
-        .map(|start| {
-            let size = BATCH.min(ROWS - start);
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from(vec![90; size])),
-                Arc::new(Float64Array::from(vec![90.0; size])),
-            ];
-            RecordBatch::try_new(schema.clone(), columns).unwrap()
-        })
-        .collect();
-    Arc::new(MemTable::try_new(schema, vec![batches]).unwrap())
+    let batch = |size: usize| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![90; size])),
+            Arc::new(Float64Array::from(vec![90.0; size])),
+        ];
+        RecordBatch::try_new(schema.clone(), columns).unwrap()
+    };
+    let full = batch(BATCH);
+    let mut batches = vec![full; rows / BATCH];
+    if rows % BATCH > 0 {
+        batches.push(batch(rows % BATCH));
+    }
+    let second = batches.split_off(batches.len() / 2);
+    Arc::new(MemTable::try_new(schema, vec![batches, second]).unwrap())
 }
 
-fn engine() -> QueryEngine {
+fn engine(rows: usize) -> QueryEngine {
     let description = Description::from_toml(
         "[table]\nname = \"t\"\nfile = \"generated\"\n[privacy_unit]\nkind = \"row\"\n\
          [budget]\nepsilon = 1000\n\
@@ -47,23 +50,33 @@ fn engine() -> QueryEngine {
         std::path::Path::new("."),
     )
     .unwrap();
-    QueryEngine::with_table(description, at_the_bound()).unwrap()
+    QueryEngine::with_table(description, at_the_bound(rows)).unwrap()
 }
 
 #[test]
 fn ten_million_values_at_the_bound_sum_exactly_and_are_released_with_honest_intervals() {
-    let engine = engine();
+    at_the_bound_exactly(10_000_000);
+}
+
+#[test]
+fn a_hundred_million_values_at_the_bound_sum_exactly_and_are_released_with_honest_intervals() {
+    at_the_bound_exactly(100_000_000);
+}
+
+fn at_the_bound_exactly(rows: usize) {
+    let n = rows as i128;
+    let engine = engine(rows);
     let query = engine
         .plan("SELECT SUM(v) AS s, SUM(w) AS sw, COUNT(*) AS n FROM t")
         .unwrap();
     let exact = engine.exact(&query).unwrap();
     // In whole units, however fine the grid each sum was taken on.
     let whole = |value: GridValue| value.steps_on(0);
-    assert_eq!(whole(exact.values[0][0]), Some(900_000_000), "SUM(v)");
-    assert_eq!(whole(exact.values[0][1]), Some(900_000_000), "SUM(w)");
-    assert_eq!(whole(exact.values[0][2]), Some(10_000_000), "COUNT(*)");
+    assert_eq!(whole(exact.values[0][0]), Some(90 * n), "SUM(v)");
+    assert_eq!(whole(exact.values[0][1]), Some(90 * n), "SUM(w)");
+    assert_eq!(whole(exact.values[0][2]), Some(n), "COUNT(*)");
 
-    let folder = std::env::temp_dir().join(format!("dpkit-scale-{}", std::process::id()));
+    let folder = std::env::temp_dir().join(format!("dpkit-scale-{rows}-{}", std::process::id()));
     std::fs::create_dir_all(&folder).unwrap();
     let ledger = Ledger::open(&folder.join("ledger.sqlite"), 1000.0, 0.0).unwrap();
     let sql = "SELECT SUM(v) AS s, AVG(v) AS a, SUM(w) AS sw, AVG(w) AS aw FROM t";
@@ -72,7 +85,8 @@ fn ten_million_values_at_the_bound_sum_exactly_and_are_released_with_honest_inte
         .answer(sql, &settings(100.0, 0.0), &ledger, &mut rng)
         .unwrap();
     let _ = std::fs::remove_dir_all(&folder);
-    let truths = [9e8, 90.0, 9e8, 90.0];
+    let total = 90.0 * rows as f64;
+    let truths = [total, 90.0, total, 90.0];
     for ((column, cell), truth) in answer.columns.iter().zip(&answer.rows[0]).zip(truths) {
         let (released, low, high) = value(cell);
         // At ε = 100 the noise of a sum with Δ = 90 is a few units at

@@ -34,7 +34,7 @@ fn at_the_bound(rows: usize) -> Arc<MemTable> {
     };
     let full = batch(BATCH);
     let mut batches = vec![full; rows / BATCH];
-    if rows % BATCH > 0 {
+    if !rows.is_multiple_of(BATCH) {
         batches.push(batch(rows % BATCH));
     }
     let second = batches.split_off(batches.len() / 2);

@@ -200,36 +200,33 @@ impl SparkTable {
     /// reattaching (best effort: it drops it after a while anyway).
     async fn release(&self, operation: &str) {
         let request = proto::ReleaseExecuteRequest::all(&self.session, operation);
-        let ask = async {
-            let mut client = tonic::client::Grpc::new(self.channel.clone());
-            client.ready().await.ok()?;
-            client
-                .unary(
-                    tonic::Request::new(request),
-                    PathAndQuery::from_static(RELEASE_EXECUTE),
-                    tonic_prost::ProstCodec::<
-                        proto::ReleaseExecuteRequest,
-                        proto::ReleaseExecuteResponse,
-                    >::default(),
-                )
-                .await
-                .ok()
-        };
-        let _ = tokio::time::timeout(INTERRUPT_TIMEOUT, ask).await;
+        self.ask::<_, proto::ReleaseExecuteResponse>(RELEASE_EXECUTE, request)
+            .await;
     }
 
     /// Interrupts `operation` on the cluster (at most a few seconds spent
     /// asking; a server that does not answer has stopped it anyway).
     async fn interrupt(&self, operation: &str) {
         let request = proto::InterruptRequest::operation(&self.session, operation);
+        self.ask::<_, proto::InterruptResponse>(INTERRUPT, request)
+            .await;
+    }
+
+    /// Sends `request` to the unary method at `path`, best effort: within
+    /// `INTERRUPT_TIMEOUT`, and its answer or failure ignored.
+    async fn ask<Q, R>(&self, path: &'static str, request: Q)
+    where
+        Q: prost::Message + Send + Sync + 'static,
+        R: prost::Message + Default + Send + Sync + 'static,
+    {
         let ask = async {
             let mut client = tonic::client::Grpc::new(self.channel.clone());
             client.ready().await.ok()?;
             client
                 .unary(
                     tonic::Request::new(request),
-                    PathAndQuery::from_static(INTERRUPT),
-                    tonic_prost::ProstCodec::<proto::InterruptRequest, proto::InterruptResponse>::default(),
+                    PathAndQuery::from_static(path),
+                    tonic_prost::ProstCodec::<Q, R>::default(),
                 )
                 .await
                 .ok()

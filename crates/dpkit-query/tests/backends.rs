@@ -6,6 +6,8 @@
 //! servers that go away mid-query and tables that differ from their
 //! descriptions.
 
+#[path = "support/at_the_bound.rs"]
+mod at_the_bound;
 #[path = "support/audits.rs"]
 mod audits;
 #[path = "support/databases.rs"]
@@ -463,6 +465,16 @@ fn totals_past_64_bits_at(place: &Place<'_>) {
     assert_eq!(whole(values[2]), Some(16_384));
 }
 
+/// Ten million rows of 90 in one group (past the 2^53 grid steps where
+/// sums once saturated), made where they live as the table `at_the_bound`
+/// and opened by `description` through `source`: exact sums, and SUM and
+/// AVG released with intervals that hold the truth.
+fn ten_million_at_the_bound(description: &str, source: &str, base: &std::path::Path, place: &str) {
+    let source = format!("{source}\nsource_table = \"at_the_bound\"");
+    let engine = QueryEngine::open(in_database(description, &source, base)).unwrap();
+    at_the_bound::assert_exact_and_honest(&engine, 10_000_000, place);
+}
+
 fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
     if !matches!(place, Place::Embedded) {
         differences_are_one_line_at(place);
@@ -534,6 +546,26 @@ fn a_strict_sqlite_table_is_read_as_stored() {
 /// A STRICT table that is replaced by a loose one after it was opened (its
 /// columns could now hold any type) is refused before it runs: one line,
 /// nothing spent.
+/// Ten million values at the bound in a SQLite file, in a plain table and
+/// in a STRICT one.
+#[test]
+fn sqlite_sums_ten_million_values_at_the_bound_exactly() {
+    let dir = folder("ten-million");
+    for (file, strict) in [("plain.sqlite", ""), ("strict.sqlite", " STRICT")] {
+        let connection = rusqlite::Connection::open(dir.join(file)).unwrap();
+        connection
+            .execute_batch(&format!(
+                "CREATE TABLE at_the_bound (v INTEGER, w REAL){strict}; \
+                 WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c \
+                 WHERE i < 10000000) INSERT INTO at_the_bound SELECT 90, 90.0 FROM c"
+            ))
+            .unwrap();
+        drop(connection);
+        let source = format!("sqlite = \"{file}\"");
+        ten_million_at_the_bound(at_the_bound::DESCRIPTION, &source, &dir, file);
+    }
+}
+
 #[test]
 fn a_sqlite_table_that_stops_being_strict_is_refused() {
     let dir = folder("no-longer-strict");
@@ -578,6 +610,12 @@ fn postgres_runs_the_private_plans_of_the_embedded_engine() {
     );
     let source = format!("postgres = \"{}\"", server.connection());
     collations_are_bytewise(&source, &server.folder);
+    server.psql(
+        "CREATE TABLE at_the_bound AS SELECT CAST(90 AS BIGINT) AS v, \
+         CAST(90 AS DOUBLE PRECISION) AS w FROM generate_series(1, 10000000)",
+    );
+    let description = at_the_bound::DESCRIPTION;
+    ten_million_at_the_bound(description, &source, &server.folder, "postgres");
 }
 
 /// PostgreSQL over TLS as `sslmode` says: a server that refuses every
@@ -671,6 +709,7 @@ fn spark_runs_the_private_plans_of_the_embedded_engine() {
         panic!("expected a description error for a table Spark does not have");
     };
     assert!(message.contains("no_such_table"), "{message}");
+    ten_million_at_the_bound_on(&spark);
     let slow = place.open("slow_rows", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION);
     spark.sql(&["CREATE VIEW slow AS SELECT * FROM slow_rows \
                  WHERE reflect('java.lang.Thread', 'sleep', CAST(1500 AS BIGINT)) IS NOT NULL"
@@ -683,13 +722,32 @@ fn spark_runs_the_private_plans_of_the_embedded_engine() {
     refunded_when_the_server_goes_away(&engine, || spark.stop_connect());
 }
 
+/// Ten million values at the bound on Spark, summed as two `bigint`s (a
+/// public count of people keeps a group below 2^47 rows) and, with no
+/// count, as `DECIMAL(38,0)`.
+fn ten_million_at_the_bound_on(spark: &spark::Spark) {
+    spark.sql(&[
+        "CREATE VIEW at_the_bound AS SELECT CAST(90 AS BIGINT) AS v, \
+                 CAST(90 AS DOUBLE) AS w FROM range(10000000)"
+            .to_string(),
+    ]);
+    let source = format!("spark = \"{}\"", spark.address());
+    let counted = at_the_bound::description_with_people(10_000_000);
+    ten_million_at_the_bound(&counted, &source, &spark.folder, "spark, split");
+    let uncounted = at_the_bound::DESCRIPTION;
+    ten_million_at_the_bound(uncounted, &source, &spark.folder, "spark, decimal");
+}
+
 /// A query past its time limit is interrupted on the cluster, not only
-/// abandoned: its four rows sleep 4 s each on the cluster's two cores, and
-/// a query that follows it runs at once rather than after them.
+/// abandoned: its four rows are spread over four tasks *before* they sleep
+/// 8 s each (the sleep is not deterministic, so Spark keeps it above the
+/// repartition), which holds both of the cluster's cores for 16 s, and a
+/// query that follows it runs at once rather than after them. Without the
+/// interrupt it waits about 15 s.
 fn timed_out_queries_stop_on_the_cluster(spark: &spark::Spark, quick: &QueryEngine) {
     spark.sql(&[
-        "CREATE VIEW sleepy AS SELECT /*+ REPARTITION(4) */ * FROM slow_rows \
-                 WHERE reflect('java.lang.Thread', 'sleep', CAST(4000 AS BIGINT)) IS NOT NULL"
+        "CREATE VIEW sleepy AS SELECT * FROM (SELECT /*+ REPARTITION(4) */ * FROM slow_rows) \
+                 WHERE reflect('java.lang.Thread', 'sleep', CAST(8000 AS BIGINT)) IS NOT NULL"
             .to_string(),
     ]);
     let source = format!("spark = \"{}\"\nsource_table = \"sleepy\"", spark.address());

@@ -269,6 +269,9 @@ impl Translation {
 
     /// SQLite: whatever DataFusion computes per value, dpkit computes.
     fn sqlite(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        if let Some(native) = integer_as_double(&expr, schema)? {
+            return Ok(Transformed::yes(native));
+        }
         let computed = match &expr {
             // Spelled in SQLite's SQL (see `spelling`): they run once per
             // row and value in every private query.
@@ -322,6 +325,29 @@ impl Translation {
             other => Err(unavailable(self.flavour, &format!("the aggregate {other}"))),
         }
     }
+}
+
+/// An integer read as a double (every integer column that is summed or
+/// averaged) in SQLite's own `CAST`: it rounds as DataFusion's cast does
+/// (a C conversion, to nearest) and cannot fail, on every value an `Int64`
+/// expression can hold there (an integer or NULL: the typed view admits
+/// nothing else, and every computed integer comes from dpkit's code). A
+/// call into dpkit per row cost about 1.5 µs, ten times the whole query.
+fn integer_as_double(expr: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
+    let (inner, to) = match expr {
+        Expr::Cast(cast) => (&cast.expr, cast.field.data_type()),
+        Expr::TryCast(cast) => (&cast.expr, cast.field.data_type()),
+        _ => return Ok(None),
+    };
+    let from = inner.get_type(schema).map_err(unparse_error)?;
+    Ok(
+        (from == DataType::Int64 && *to == DataType::Float64).then(|| {
+            Expr::Cast(datafusion::logical_expr::Cast::new(
+                inner.clone(),
+                DataType::Float64,
+            ))
+        }),
+    )
 }
 
 /// Spark adds bounded steps as two `bigint` sums of 16 bits each, exact up

@@ -47,7 +47,7 @@ impl Lattice {
         if !(-1000..=1000).contains(&exponent) {
             return Err(Error::InvalidParameter {
                 name: "lattice scale",
-                reason: format!("{scale} is outside the supported range 2^-990 .. 2^990"),
+                reason: format!("{scale:e} is outside the supported range 2^-990 .. 2^990"),
             });
         }
         Ok(Self {

@@ -12,7 +12,11 @@ fn measured(kind: &AggregateKind, position: usize) -> String {
         (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
         (AggregateKind::CountPeople, _) => "distinct people".to_string(),
         (AggregateKind::Sum { column, bounds, .. }, _) => {
-            format!("sum of {column} in [{}, {}]", bounds.0, bounds.1)
+            format!(
+                "sum of {column} in [{}, {}]",
+                short(bounds.0),
+                short(bounds.1)
+            )
         }
         (AggregateKind::Avg { column, centre, .. }, 0) => format!("sum of {column} − {centre}"),
         (AggregateKind::Dispersion { column, centre, .. }, 0) => {
@@ -28,6 +32,30 @@ fn measured(kind: &AggregateKind, position: usize) -> String {
         (AggregateKind::Quantile { column, .. }, 1) => format!("lower end for {column}"),
         (AggregateKind::Quantile { column, .. }, _) => format!("upper end for {column}"),
     }
+}
+
+/// `x` as written, or in scientific notation where that would run to
+/// more than about sixteen digits (a bound of 1e300 or 1e-300).
+fn short(x: f64) -> String {
+    if x == 0.0 || (1e-6..1e16).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// What measurement `m` of `query` measures, as `--explain` prints it.
+pub(crate) fn measurement_label(query: &PrivateQuery, m: usize) -> Option<String> {
+    let (a, position) = query
+        .measurement_of
+        .iter()
+        .enumerate()
+        .find_map(|(a, ms)| {
+            ms.iter()
+                .position(|&x| x == m)
+                .map(|position| (a, position))
+        })?;
+    Some(measured(&query.aggregates[a].kind, position))
 }
 
 /// How a quantile is chosen, and what its interval promises.

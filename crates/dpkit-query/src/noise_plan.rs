@@ -140,6 +140,25 @@ pub struct NoisePlan {
     pub cost: PrivacyLoss,
 }
 
+/// A mechanism's refusal of measurement `m`, named as `--explain` names
+/// it, so that the analyst knows which column's bounds (or which ε) it
+/// cannot carry.
+fn for_measurement(query: &PrivateQuery, m: usize, error: QueryError) -> QueryError {
+    let QueryError::Mechanism(inner) = error else {
+        return error;
+    };
+    let Some(label) = crate::explain::measurement_label(query, m) else {
+        return QueryError::Mechanism(inner);
+    };
+    QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
+        name: "noise",
+        reason: format!(
+            "no mechanism can noise the {label} at this ε ({inner}); \
+             bounds nearer the values' real range, or another ε, may fit"
+        ),
+    })
+}
+
 /// Checks the settings: ε, δ and the confidence level.
 fn checked_epsilon(settings: &ReleaseSettings) -> Result<f64> {
     let epsilon = PrivacyLoss::pure(settings.epsilon)?.epsilon();
@@ -334,10 +353,22 @@ impl Planner<'_> {
         };
         let mut best: Option<PlannedNoise> = None;
         let mut considered = Vec::new();
+        let mut unfit = None;
         for candidate in candidates(choice, values)? {
-            let (noise, calibration) = build_noise(candidate, values, epsilon, delta, &moved)?;
+            // A mechanism that cannot carry this Δ at this ε (integer noise
+            // past Δ = 10^15, a grid past 2^±990) leaves the others: which
+            // fit depends on public facts only.
             let rounded = values.is_integer(); // whole-number answers are rounded
-            let planned = planned(noise, calibration, epsilon, delta, alpha, rounded)?;
+            let planned = build_noise(candidate, values, epsilon, delta, &moved).and_then(
+                |(noise, calibration)| planned(noise, calibration, epsilon, delta, alpha, rounded),
+            );
+            let planned = match planned {
+                Ok(planned) => planned,
+                Err(error) => {
+                    unfit.get_or_insert(error);
+                    continue;
+                }
+            };
             considered.push((planned.mechanism(), planned.expected_absolute_error));
             if best
                 .as_ref()
@@ -346,8 +377,11 @@ impl Planner<'_> {
                 best = Some(planned);
             }
         }
-        let best = best.ok_or_else(|| QueryError::NotPrivate("no mechanism fits".into()))?;
-        Ok(PlannedNoise { considered, ..best })
+        match (best, unfit) {
+            (Some(best), _) => Ok(PlannedNoise { considered, ..best }),
+            (None, Some(error)) => Err(error),
+            (None, None) => Err(QueryError::NotPrivate("no mechanism fits".into())),
+        }
     }
 
     /// One of a quantile's choices: the rank utility moves like a count
@@ -468,7 +502,8 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
         let level = alpha / unit.measurements.len() as f64;
         let shares = planner.shares(unit, unit_epsilon)?;
         for (&m, share) in unit.measurements.iter().zip(shares) {
-            noises[m] = Some(planner.best(m, share, level)?);
+            let noise = planner.best(m, share, level);
+            noises[m] = Some(noise.map_err(|error| for_measurement(query, m, error))?);
         }
     }
     let noises: Vec<PlannedNoise> = noises.into_iter().flatten().collect();

@@ -92,3 +92,46 @@ fn magnitudes_past_sixty_four_bits_of_steps_sum_exactly() {
         assert!(low <= truth && truth <= high, "{column}: [{low}, {high}]");
     }
 }
+
+/// Bounds at the ends of what noise can carry: integer noise stops at
+/// Δ = 10^15, so `auto` answers a wider integer sum with Laplace rather
+/// than refusing it; a span no grid can hold (10^-300) is refused for free,
+/// in one short line that names the column (its bounds as the plan holds
+/// them, rounded out to a grid, in scientific notation).
+#[test]
+fn bounds_at_the_ends_of_what_noise_carries_are_answered_or_refused_in_one_line() {
+    let rows: String = (0..100).map(|_| "1000000000000000,1e-301\n").collect();
+    let description = "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"row\"\n\
+        [budget]\nepsilon = 10\n\
+        [columns.k]\ntype = \"integer\"\nbounds = [0, 2500000000000000]\n\
+        [columns.tiny]\ntype = \"real\"\nbounds = [0, 1e-300]\n";
+    let t = fixture::Fixture::new(
+        "ends",
+        "t.csv",
+        &format!("k,tiny\n{rows}"),
+        description,
+        10.0,
+    );
+    let answer = t.answer("SELECT SUM(k) AS k FROM t", 1.0, 27).unwrap();
+    let (released, _, _) = value(&answer.rows[0][0]);
+    // Laplace with b = 2.5e15 misses the sum of 10^17 by more than 5·10^16
+    // with probability e^-20.
+    assert!((released - 1e17).abs() < 5e16, "SUM(k) = {released}");
+    let spent = t.ledger.state().unwrap().spent_epsilon;
+    let refused = t
+        .answer("SELECT SUM(tiny) AS s FROM t", 1.0, 27)
+        .unwrap_err();
+    let message = refused.to_string();
+    assert!(
+        message.contains("sum of tiny in [0, ")
+            && message.contains("e-300]")
+            && !message.contains('\n'),
+        "{message}"
+    );
+    assert!(message.len() < 400, "{message}");
+    assert_eq!(
+        t.ledger.state().unwrap().spent_epsilon,
+        spent,
+        "refused for free"
+    );
+}

@@ -207,7 +207,9 @@ fn whole(sensitivity: f64) -> Result<u64> {
     } else {
         Err(Error::InvalidParameter {
             name: "sensitivity",
-            reason: format!("must be a whole number ≥ 1 for integer noise, got {sensitivity}"),
+            reason: format!(
+                "must be a whole number from 1 to 10^15 for integer noise, got {sensitivity:e}"
+            ),
         })
     }
 }

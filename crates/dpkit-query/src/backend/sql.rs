@@ -331,8 +331,9 @@ impl Translation {
 /// averaged) in SQLite's own `CAST`: it rounds as DataFusion's cast does
 /// (a C conversion, to nearest) and cannot fail, on every value an `Int64`
 /// expression can hold there (an integer or NULL: the typed view admits
-/// nothing else, and every computed integer comes from dpkit's code). A
-/// call into dpkit per row cost about 1.5 µs, ten times the whole query.
+/// nothing else, and every computed integer comes from dpkit's code).
+/// Through dpkit's code (three calls a row, one per use in the clamp),
+/// `SUM` of 10^6 integers took 4.96 s; with the `CAST`, 0.50 s.
 fn integer_as_double(expr: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
     let (inner, to) = match expr {
         Expr::Cast(cast) => (&cast.expr, cast.field.data_type()),

@@ -19,10 +19,10 @@ use crate::error::{QueryError, Result};
 pub(crate) struct SqliteTable {
     connection: Mutex<Connection>,
     table: String,
-    /// Whether the table was STRICT when opened: every value then has its
-    /// column's declared type, so a column of the description's kind is
-    /// read as it is stored.
-    strict: bool,
+    /// The columns whose every value had their declared type when the
+    /// table was opened (see [`as_stored`]): read as they are stored when
+    /// that type is the description's kind.
+    as_stored: Vec<(String, DatabaseType)>,
 }
 
 /// How long a statement waits for a writer's lock before it fails.
@@ -47,12 +47,12 @@ impl SqliteTable {
         let connection = Connection::open_with_flags(file, flags)
             .and_then(|c| c.busy_timeout(BUSY_WAIT).map(|()| c))
             .map_err(|_| unreachable_error("cannot be opened"))?;
-        let strict =
-            is_strict(&connection, table).map_err(|_| unreachable_error("cannot be read"))?;
+        let as_stored =
+            as_stored(&connection, table).map_err(|_| unreachable_error("cannot be read"))?;
         Ok(Self {
             connection: Mutex::new(connection),
             table: table.to_string(),
-            strict,
+            as_stored,
         })
     }
 
@@ -67,11 +67,31 @@ impl SqliteTable {
             connection
         })
     }
+}
 
-    /// The stored type of each column, when the table is STRICT.
-    fn strict_types(&self) -> Option<Vec<(String, DatabaseType)>> {
-        self.strict.then(|| self.columns().ok()).flatten()
+/// The columns of a STRICT table that hold only their declared type (or
+/// NULL), with that type; none for a table that is not STRICT. A column
+/// with a default is left out: `ALTER TABLE … ADD COLUMN v INTEGER DEFAULT
+/// 1.5` (or `'n/a'`) is accepted on a STRICT table, and every row older
+/// than the column then reads the default, of whatever type. A schema
+/// fact, not a row's.
+fn as_stored(
+    connection: &Connection,
+    table: &str,
+) -> rusqlite::Result<Vec<(String, DatabaseType)>> {
+    if !is_strict(connection, table)? {
+        return Ok(Vec::new());
     }
+    let mut statement = connection
+        .prepare("SELECT name, type FROM pragma_table_info(?1) WHERE dflt_value IS NULL")?;
+    statement
+        .query_map([table], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                affinity(&row.get::<_, String>(1)?),
+            ))
+        })?
+        .collect()
 }
 
 /// Whether `table` is a STRICT table, whose columns refuse values of
@@ -159,7 +179,7 @@ impl Backend for SqliteTable {
     }
 
     fn source(&self, columns: &[(String, ColumnKind)]) -> String {
-        let stored = self.strict_types().unwrap_or_default();
+        let stored = &self.as_stored;
         let list: Vec<String> = columns
             .iter()
             .map(|(name, kind)| {
@@ -180,13 +200,16 @@ impl Backend for SqliteTable {
 
     fn check(&self, plan: &RemotePlan, _schema: &SchemaRef) -> Result<()> {
         let connection = self.connection();
-        // Columns read as stored rely on the table staying STRICT.
-        if self.strict
-            && !is_strict(&connection, &self.table)
+        // Columns read as stored rely on the table staying STRICT, and on
+        // none of them gaining a default (dropped and added again).
+        if !self.as_stored.is_empty()
+            && as_stored(&connection, &self.table)
                 .map_err(|_| unreachable_error("cannot be read"))?
+                != self.as_stored
         {
             return Err(QueryError::Description(
-                "the SQLite table is no longer STRICT: open its description again".into(),
+                "the SQLite table is no longer STRICT as it was opened: open its description again"
+                    .into(),
             ));
         }
         register(&connection, plan)?;

@@ -599,11 +599,11 @@ fn a_sqlite_table_that_stops_being_strict_is_refused() {
 }
 
 /// A STRICT table's column added later with a default of another type
-/// (`ALTER TABLE … ADD COLUMN v INTEGER DEFAULT 1.5`, which SQLite accepted
-/// before 3.46 and which leaves the schema below, each older row reading
+/// (`ALTER TABLE … ADD COLUMN v INTEGER DEFAULT 1.5`, which Debian's SQLite
+/// 3.40.1 accepts and which leaves the schema below, each older row reading
 /// the default) is read through its type, as in a loose table: 1.5 and
 /// `'n/a'` are NULL there as in the embedded engine. (The bundled SQLite
-/// refuses such an ALTER, so the test writes the schema it left.)
+/// refuses such an ALTER, so the test writes the schema it leaves.)
 /// A column read as stored that gains a default after opening (as a
 /// column dropped and added again would) is refused for free.
 #[test]

@@ -543,9 +543,6 @@ fn a_strict_sqlite_table_is_read_as_stored() {
     assert!(sent(&loose).contains("typeof"), "{}", sent(&loose));
 }
 
-/// A STRICT table that is replaced by a loose one after it was opened (its
-/// columns could now hold any type) is refused before it runs: one line,
-/// nothing spent.
 /// Ten million values at the bound in a SQLite file, in a plain table and
 /// in a STRICT one.
 #[test]
@@ -566,6 +563,9 @@ fn sqlite_sums_ten_million_values_at_the_bound_exactly() {
     }
 }
 
+/// A STRICT table that is replaced by a loose one after it was opened (its
+/// columns could now hold any type) is refused before it runs: one line,
+/// nothing spent.
 #[test]
 fn a_sqlite_table_that_stops_being_strict_is_refused() {
     let dir = folder("no-longer-strict");

@@ -82,8 +82,19 @@ fn as_stored(
     if !is_strict(connection, table)? {
         return Ok(Vec::new());
     }
-    let mut statement = connection
-        .prepare("SELECT name, type FROM pragma_table_info(?1) WHERE dflt_value IS NULL")?;
+    column_types(connection, table, "WHERE dflt_value IS NULL")
+}
+
+/// The name and type of each column of `table` that `filter` (a `WHERE`
+/// clause over `pragma_table_info`, or nothing) keeps.
+fn column_types(
+    connection: &Connection,
+    table: &str,
+    filter: &str,
+) -> rusqlite::Result<Vec<(String, DatabaseType)>> {
+    let mut statement = connection.prepare(&format!(
+        "SELECT name, type FROM pragma_table_info(?1) {filter}"
+    ))?;
     statement
         .query_map([table], |row| {
             Ok((
@@ -156,18 +167,7 @@ impl Backend for SqliteTable {
     }
 
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {
-        let connection = self.connection();
-        let mut statement = connection
-            .prepare("SELECT name, type FROM pragma_table_info(?1)")
-            .map_err(|_| unreachable_error("cannot be read"))?;
-        let columns = statement
-            .query_map([&self.table], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    affinity(&row.get::<_, String>(1)?),
-                ))
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        let columns = column_types(&self.connection(), &self.table, "")
             .map_err(|_| unreachable_error("cannot be read"))?;
         if columns.is_empty() {
             return Err(QueryError::Description(format!(

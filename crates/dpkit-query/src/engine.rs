@@ -265,11 +265,13 @@ impl QueryEngine {
                 )));
             }
             let raw = crate::source::raw_table_name(&self.description.table);
+            let names = columns.iter().map(|(name, _)| name.as_str());
+            let names: Vec<&str> = names.chain([self.description.table.as_str()]).collect();
             let remote = crate::backend::sql::remote_plan(
                 &query.plan,
                 backend.flavour(),
-                &raw,
-                source,
+                (&raw, source),
+                &names,
                 query.count_ceiling,
             )?;
             backend.check(&remote, query.plan.schema().inner())?;

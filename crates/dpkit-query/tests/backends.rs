@@ -237,10 +237,10 @@ const QUANTILE_PAIRS: &[&str] = &[
     "SELECT grp, MEDIAN(n) AS m, MEDIAN(score) AS s FROM x GROUP BY grp",
 ];
 
-/// Names that differ only in case are refused where SQL is sent: SQLite
-/// and Spark would take the alias `"GRP"` for the column `grp` below it,
-/// and read a number where the plan reads text (a failure that came, or
-/// not, with the rows the WHERE keeps).
+/// Names that differ only in case: SQLite and Spark would take the alias
+/// `"GRP"` for the column `grp` below it, and read a number where the plan
+/// reads text (a failure that came, or not, with the rows the WHERE
+/// keeps), if the alias were sent; it is sent as a name dpkit made.
 const NAMES_BY_CASE: &str = "SELECT grp, COUNT(*) AS c FROM \
     (SELECT score AS \"GRP\", grp FROM x WHERE score > 3) AS u GROUP BY grp";
 
@@ -248,10 +248,12 @@ const NAMES_BY_CASE: &str = "SELECT grp, COUNT(*) AS c FROM \
 const NAN_LITERAL: &str = "SELECT COUNT(*) AS c FROM \
     (SELECT n, score AS nan FROM x) AS u WHERE n < CAST('NaN' AS DOUBLE)";
 
-/// A name holding a quote is refused where SQL is sent: printed, `a""b`
-/// would be read as `a"b`.
+/// Names a database would misread if they were sent: printed, `a""b`
+/// would be read as `a"b`, and Spark substitutes `${…}`. They are sent as
+/// names dpkit made, so the query means there what it means here.
 const QUOTED_NAMES: &str = "SELECT COUNT(*) AS c FROM \
-    (SELECT score AS \"a\"\"b\", n AS \"a\"\"\"\"b\" FROM x) AS s WHERE \"a\"\"\"\"b\" > 5";
+    (SELECT score AS \"a\"\"b\", n AS \"a\"\"\"\"b\", grp AS \"${grp}\" FROM x) AS s \
+    WHERE \"a\"\"\"\"b\" > 5 AND \"${grp}\" IS NOT NULL";
 
 /// Extreme values give the embedded engine's exact aggregates at `place`.
 fn extremes_run_at(place: &Place<'_>) {
@@ -275,32 +277,17 @@ fn extremes_run_at(place: &Place<'_>) {
         Err(QueryError::NotPrivate(m)) if m.contains("too deeply nested") => {}
         Err(other) => panic!("{nested}: {other}"),
     }
-    exact(&embedded, QUOTED_NAMES);
-    let by_case = exact(&embedded, NAMES_BY_CASE);
-    if matches!(place, Place::Postgres(_)) {
-        assert_eq!(exact(&engine, NAMES_BY_CASE), by_case);
+    for sql in [QUOTED_NAMES, NAMES_BY_CASE] {
+        assert_eq!(exact(&engine, sql), exact(&embedded, sql), "{sql}");
     }
     exact(&embedded, NAN_LITERAL);
     if !matches!(place, Place::Embedded) {
-        let by_case = match place {
-            // PostgreSQL tells quoted names apart by case.
-            Place::Postgres(_) => vec![],
-            _ => vec![(NAMES_BY_CASE, "differ only in case")],
-        };
-        for (sql, why) in [
-            (QUOTED_NAMES, "cannot be sent"),
-            // PostgreSQL and Spark refuse the cast from text first.
-            (NAN_LITERAL, "is not available on"),
-        ]
-        .into_iter()
-        .chain(by_case)
-        {
-            let refused = engine.plan(sql);
-            assert!(
-                matches!(&refused, Err(QueryError::NotPrivate(m)) if m.contains(why)),
-                "{sql}: {refused:?}"
-            );
-        }
+        // PostgreSQL and Spark refuse the cast from text first.
+        let refused = engine.plan(NAN_LITERAL);
+        assert!(
+            matches!(&refused, Err(QueryError::NotPrivate(m)) if m.contains("is not available on")),
+            "{NAN_LITERAL}: {refused:?}"
+        );
     }
 }
 
@@ -752,6 +739,34 @@ fn types_are_checked_before_anything_is_spent() {
     );
 }
 
+/// The result's types are compared with the plan's at planning, as the
+/// server says it will return them: a server whose `count` is not
+/// PostgreSQL's (an aggregate of that name earlier on the search path,
+/// which returns text) is refused, free, before anything runs. Without the
+/// comparison the query would run under its charge and fail.
+#[test]
+fn result_types_other_than_the_plans_are_refused_before_anything_is_spent() {
+    let server = Postgres::start("result-types");
+    server.psql(
+        "CREATE FUNCTION public.tally(text, integer) RETURNS text LANGUAGE sql IMMUTABLE \
+         AS 'SELECT $1 || ''x'''; \
+         CREATE AGGREGATE public.count(integer) (SFUNC = public.tally, STYPE = text, \
+         INITCOND = ''); ALTER ROLE dpkit SET search_path = public, pg_catalog",
+    );
+    let engine = Place::Postgres(&server).open("t", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION);
+    let ledger = Ledger::open(&folder("result-types").join("ledger.sqlite"), 10.0, 0.0).unwrap();
+    let refused = answer(&engine, &ledger, "SELECT COUNT(*) AS n FROM t");
+    assert!(
+        matches!(&refused, Err(QueryError::Sql(m)) if m.contains("other types")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        ledger.state().unwrap().spent_epsilon,
+        0.0,
+        "a refusal spends nothing"
+    );
+}
+
 /// One cluster for every Spark check (it takes seconds to start), and
 /// last, the Connect server going away mid-query.
 #[test]
@@ -782,7 +797,7 @@ fn spark_runs_the_private_plans_of_the_embedded_engine() {
     let source = format!("spark = \"{}\"\nsource_table = \"slow\"", spark.address());
     let engine =
         QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &spark.folder)).unwrap();
-    refunded_when_the_server_goes_away(&engine, || spark.stop_connect());
+    charged_when_the_server_goes_away(&engine, || spark.stop_connect());
 }
 
 /// Ten million values at the bound on Spark, summed as two `bigint`s (a
@@ -835,10 +850,12 @@ fn timed_out_queries_stop_on_the_cluster(spark: &spark::Spark, quick: &QueryEngi
     );
 }
 
-/// A query that is running when its server goes away is an I/O failure:
-/// refunded, and one line. `stop` stops the server; the query reads a view
-/// that sleeps on every row, so it is still running a second after it began.
-fn refunded_when_the_server_goes_away(engine: &QueryEngine, stop: impl FnOnce()) {
+/// A query that is running when its server goes away keeps its cost, in
+/// one line: whether a server fails mid-query can depend on a row (one
+/// that makes it crash), so a refund would give that bit away for free.
+/// `stop` stops the server; the query reads a view that sleeps on every
+/// row, so it is still running a second after it began.
+fn charged_when_the_server_goes_away(engine: &QueryEngine, stop: impl FnOnce()) {
     let path = folder("goes-away").join("ledger.sqlite");
     let sql = "SELECT COUNT(*) AS n FROM t";
     let (lost, spent) = std::thread::scope(|scope| {
@@ -856,14 +873,25 @@ fn refunded_when_the_server_goes_away(engine: &QueryEngine, stop: impl FnOnce())
         running.join().unwrap()
     });
     assert!(
-        matches!(&lost, Err(QueryError::Data(m)) if m.contains("I/O failure") && !m.contains('\n')),
+        matches!(&lost, Err(QueryError::FailedWhileRunning(m)) if m.contains("went away") && !m.contains('\n')),
         "{lost:?}"
     );
-    assert_eq!(spent, 0.0, "the lost query is refunded");
+    assert_eq!(spent, 1.0, "the lost query keeps its cost");
+    let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
+    let refused = answer(engine, &ledger, sql);
+    assert!(
+        matches!(&refused, Err(QueryError::Data(m)) if m.contains("I/O failure")),
+        "{refused:?}"
+    );
+    let spent = ledger.state().unwrap().spent_epsilon;
+    assert_eq!(
+        spent, 1.0,
+        "a server gone before the query is refused, free"
+    );
 }
 
 #[test]
-fn a_postgres_server_that_goes_away_mid_query_refunds_it() {
+fn a_postgres_server_that_goes_away_mid_query_keeps_its_cost() {
     let mut server = Postgres::start("goes-away");
     let place = Place::Postgres(&server);
     drop(place.open("slow_rows", PEOPLE, PEOPLE_TYPES, PEOPLE_DESCRIPTION));
@@ -874,7 +902,7 @@ fn a_postgres_server_that_goes_away_mid_query_refunds_it() {
     );
     let engine =
         QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &server.folder)).unwrap();
-    refunded_when_the_server_goes_away(&engine, || server.stop());
+    charged_when_the_server_goes_away(&engine, || server.stop());
 }
 
 #[test]

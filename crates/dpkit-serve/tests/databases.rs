@@ -1,7 +1,7 @@
 //! Datasets whose tables live in a SQLite file and in a real PostgreSQL
 //! server (started by the test): served through the same query path as
-//! files, attacked the same way, and a database that goes away answers 503
-//! with the query refunded.
+//! files, attacked the same way, and a database that is gone answers 503
+//! and charges nothing.
 
 #[path = "../../dpkit-query/tests/support/postgres.rs"]
 mod postgres;

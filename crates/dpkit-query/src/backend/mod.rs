@@ -16,6 +16,7 @@ mod placeholder;
 mod planned;
 mod postgres;
 mod postgres_tls;
+mod renamed;
 mod rows;
 mod safe_sql;
 mod spark;

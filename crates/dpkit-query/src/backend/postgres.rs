@@ -31,7 +31,7 @@ pub(crate) struct PostgresTable {
 }
 
 /// A failure that does not depend on the rows: the server cannot be
-/// reached, or went away. Refunded. The connection string is never shown.
+/// reached, or went away before a statement was sent. Refunded. The connection string is never shown.
 fn unreachable_error(reason: &str) -> QueryError {
     QueryError::Data(format!("PostgreSQL {reason} (an I/O failure)"))
 }
@@ -200,6 +200,8 @@ impl Backend for PostgresTable {
         timeout: Option<Duration>,
     ) -> Result<RecordBatch> {
         let limit = timeout.map_or(0, |t| t.as_millis().clamp(1, i32::MAX as u128));
+        // The outer error is the transaction's start, before the statement
+        // is sent; the inner one is the statement's own.
         let outcome = self.with_client(async |client| {
             client
                 .batch_execute(&format!(
@@ -208,12 +210,19 @@ impl Backend for PostgresTable {
                 .await?;
             let rows = client.query(plan.sql.as_str(), &[]).await;
             let _ = client.batch_execute("ROLLBACK").await;
-            rows
+            Ok(rows)
         });
         match outcome {
-            Ok(Ok(rows)) => batch(&rows, schema),
+            Ok(Ok(Ok(rows))) => batch(&rows, schema),
+            Ok(Ok(Err(error))) => Err(run_error(&error, timeout.is_some())),
             Ok(Err(error)) => Err(error),
-            Err(error) => Err(run_error(&error, timeout.is_some())),
+            Err(error) if went_away(&error) => Err(unreachable_error(&format!(
+                "went away before the query was sent: {}",
+                reason(&error)
+            ))),
+            Err(_) => Err(QueryError::FailedWhileRunning(
+                "details withheld: they could quote private values".into(),
+            )),
         }
     }
 }
@@ -285,14 +294,18 @@ fn went_away(error: &tokio_postgres::Error) -> bool {
         })
 }
 
-/// A failure while running: refunded only when the server could not be
-/// reached or went away; every other failure keeps its cost and withholds
-/// its details (PostgreSQL's messages can quote values).
+/// A failure of the statement. Its cost is kept, and its details are
+/// withheld (PostgreSQL's messages can quote values). Even a server that
+/// goes away while the statement runs is charged: it could have crashed on
+/// one person's row, and a refund would give that bit away for free. Only
+/// a server that cannot be reached before the statement is sent is
+/// refunded (see [`PostgresTable::run`]).
 fn run_error(error: &tokio_postgres::Error, limited: bool) -> QueryError {
-    let code = error.code();
     if went_away(error) {
-        unreachable_error("went away while running the query")
-    } else if limited && code == Some(&SqlState::QUERY_CANCELED) {
+        QueryError::FailedWhileRunning(
+            "PostgreSQL went away while running it, which one row could have caused".into(),
+        )
+    } else if limited && error.code() == Some(&SqlState::QUERY_CANCELED) {
         QueryError::FailedWhileRunning("it ran longer than the time limit".into())
     } else {
         QueryError::FailedWhileRunning("details withheld: they could quote private values".into())

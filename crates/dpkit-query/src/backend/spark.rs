@@ -118,7 +118,7 @@ impl SparkTable {
         let operation = session_id().map_err(|e| tonic::Status::internal(e.to_string()))?;
         let request = proto::ExecutePlanRequest::sql(&self.session, &operation, sql);
         let work = self.stream(request, &operation);
-        self.runtime.block_on(async {
+        let outcome = self.runtime.block_on(async {
             let Some(limit) = timeout else {
                 return work.await;
             };
@@ -129,7 +129,13 @@ impl SparkTable {
                     Err(tonic::Status::deadline_exceeded("time limit"))
                 }
             }
-        })
+        });
+        // Outside the time limit: a result already whole cannot run out of
+        // time while the server is told it may drop it.
+        if outcome.is_ok() {
+            self.runtime.block_on(self.release(&operation));
+        }
+        outcome
     }
 
     /// The batches of one operation, checked complete: a reattachable
@@ -157,7 +163,6 @@ impl SparkTable {
                     batches.extend(decoded);
                 }
                 if response.result_complete.is_some() {
-                    self.release(operation).await;
                     return Ok(batches);
                 }
                 if !response.response_id.is_empty() {
@@ -235,16 +240,14 @@ impl SparkTable {
     }
 }
 
-/// A result stream that ended before its end: not `data_loss`, which is
-/// refunded as a lost server (whether it is lost cannot be told here).
+/// A result stream that ended before its end (its cost is kept, as for
+/// every failure of a query sent, see `run_error`).
 fn incomplete() -> tonic::Status {
     tonic::Status::internal("the result stream ended before its end")
 }
 
 /// One Arrow IPC stream's batches.
 fn decode(data: &[u8]) -> std::result::Result<Vec<RecordBatch>, tonic::Status> {
-    // Not `data_loss`, which is refunded as a lost server: a batch that
-    // does not decode came whole from a server that is there.
     let malformed = |_| tonic::Status::internal("malformed Arrow batch");
     StreamReader::try_new(Cursor::new(data), None)
         .map_err(malformed)?
@@ -263,23 +266,23 @@ fn database_type(name: &str) -> DatabaseType {
     }
 }
 
-/// A failure: refunded only when the server cannot be reached or went away
-/// (gRPC says it is unavailable, or the status was made here from the
-/// connection's own error, which a status the server sent never carries).
+/// A failure of a query sent to the cluster. Its cost is kept, and its
+/// details are withheld. Even a server that goes away (or a stream cut
+/// and not reattached) is charged: the query may have reached the cluster,
+/// whose driver or executors could have failed on one person's row, and a
+/// refund would give that bit away for free. A server that cannot be
+/// reached is refused, free, at planning (`check`).
 fn run_error(status: &tonic::Status) -> QueryError {
     let transport = std::error::Error::source(status).is_some();
-    match status.code() {
+    let reason = match status.code() {
         tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::DataLoss => {
-            unreachable_error("went away while running the query")
+            "Spark went away while running it, which one row could have caused"
         }
-        _ if transport => unreachable_error("went away while running the query"),
-        tonic::Code::DeadlineExceeded => {
-            QueryError::FailedWhileRunning("it ran longer than the time limit".into())
-        }
-        _ => QueryError::FailedWhileRunning(
-            "details withheld: they could quote private values".into(),
-        ),
-    }
+        _ if transport => "Spark went away while running it, which one row could have caused",
+        tonic::Code::DeadlineExceeded => "it ran longer than the time limit",
+        _ => "details withheld: they could quote private values",
+    };
+    QueryError::FailedWhileRunning(reason.into())
 }
 
 impl Backend for SparkTable {

@@ -181,7 +181,7 @@ fn double_literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr
 }
 
 /// sqlparser's reading of `flavour`'s SQL.
-fn dialect(flavour: Flavour) -> &'static dyn Dialect {
+pub(crate) fn dialect(flavour: Flavour) -> &'static dyn Dialect {
     match flavour {
         Flavour::Sqlite => &SQLiteDialect {},
         Flavour::Postgres => &PostgreSqlDialect {},
@@ -268,8 +268,9 @@ impl ast::VisitorMut for Canonical {
 ///   comment at all: dpkit writes none, so one would be made of the
 ///   analyst's text and hide what follows it.
 ///
-/// Literals are written without these; what is left could only be in a
-/// name (the analyst's aliases are sent), and is refused.
+/// Literals are written without these, and the analyst's names are
+/// renamed (see [`super::renamed`]); what is left could only be in a name
+/// of the description's (the table or a column), and is refused.
 pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
     let refused = || {
         QueryError::NotPrivate(format!(
@@ -307,10 +308,11 @@ pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
 }
 
 /// No two names a database would take for one: SQLite and Spark find a
-/// name whatever its case, so the analyst's alias `"NAME"` would hide the
-/// column `name` in the query below it (and a text key read as a number
-/// fails, or not, with the rows); PostgreSQL cuts names at 63 bytes (and
-/// tells quoted names apart by case: `COLLATE "C"` beside a table `"c"`).
+/// name whatever its case, so an alias `"NAME"` would hide the column
+/// `name` in the query below it (and a text key read as a number fails, or
+/// not, with the rows); PostgreSQL cuts names at 63 bytes (and tells quoted
+/// names apart by case: `COLLATE "C"` beside a table `"c"`). The analyst's
+/// names are renamed before this check, so it guards the description's.
 /// Every name is quoted, so on SQLite and Spark each must be the only
 /// spelling of its lower case (names in different scopes too), and on
 /// PostgreSQL at most 63 bytes.

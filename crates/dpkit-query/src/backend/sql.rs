@@ -2,7 +2,7 @@
 //!
 //! The plan is the one the embedded engine runs (the capped, typed view,
 //! the total expressions, the clamps, the exact sums); only its spelling
-//! changes, in three steps:
+//! changes, in four steps:
 //! 1. **Expressions are mapped, with their types** ([`Translation`]):
 //!    identity casts are dropped; on SQLite every function, cast, LIKE and
 //!    regular expression becomes a call of a function that dpkit registers
@@ -14,6 +14,9 @@
 //! 3. **dpkit's functions are spelled** in the database's SQL on the syntax
 //!    tree ([`spell_postgres`]), and the raw table is defined by a `WITH`
 //!    clause that reads the database table with the declared types.
+//! 4. **The analyst's names are renamed** to names dpkit made
+//!    ([`super::renamed`]), and the statement is read back as the database
+//!    will read it and compared with the tree dpkit wrote.
 
 use std::sync::Arc;
 
@@ -120,13 +123,14 @@ fn unparse_error(error: impl std::fmt::Display) -> QueryError {
 }
 
 /// `plan` as SQL for `flavour`; `raw_table` is the name the plan reads and
-/// `source` the `SELECT` that defines it from the database's table;
-/// `rows_bound` a public bound on a group's rows, if there is one.
+/// `source` the `SELECT` that defines it from the database's table, whose
+/// name and columns are `names` (sent as they are; every other name is
+/// renamed); `rows_bound` a public bound on a group's rows, if there is one.
 pub(crate) fn remote_plan(
     plan: &LogicalPlan,
     flavour: Flavour,
-    raw_table: &str,
-    source: &str,
+    (raw_table, source): (&str, &str),
+    names: &[&str],
     rows_bound: Option<f64>,
 ) -> Result<RemotePlan> {
     let mut translation = Translation {
@@ -149,6 +153,8 @@ pub(crate) fn remote_plan(
         .data;
     let mut statement = unparse(&mapped, flavour)?;
     super::spelling::spell(&mut statement, flavour)?;
+    let kept = names.iter().chain([&raw_table]).map(|n| n.to_string());
+    super::renamed::rename(&mut statement, &kept.collect(), flavour)?;
     let statement = super::spelling::reads_back(&statement, flavour)?;
     let sql = format!(
         "WITH {} AS ({source}) {statement}",

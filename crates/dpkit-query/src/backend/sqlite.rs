@@ -285,8 +285,10 @@ fn collect(
 }
 
 /// A SQLite failure while running: refunded only when it cannot depend on
-/// the rows (the file cannot be read or locked); every other failure keeps
-/// its cost and withholds its details.
+/// the rows (the file is locked by a writer, which SQLite finds before it
+/// reads a row); every other failure keeps its cost and withholds its
+/// details. An I/O failure mid-query is kept too: a sort that spills to a
+/// temporary file grows with the rows, and one row could make it fail.
 fn run_error(error: rusqlite::Error, deadline: Option<Instant>) -> QueryError {
     use rusqlite::ErrorCode::*;
     let code = error.sqlite_error_code();
@@ -294,9 +296,7 @@ fn run_error(error: rusqlite::Error, deadline: Option<Instant>) -> QueryError {
         Some(OperationInterrupted) if deadline.is_some() => {
             QueryError::FailedWhileRunning("it ran longer than the time limit".into())
         }
-        Some(SystemIoFailure | CannotOpen | DatabaseBusy | DatabaseLocked | NotADatabase) => {
-            unreachable_error("could not be read")
-        }
+        Some(DatabaseBusy | DatabaseLocked) => unreachable_error("is locked by a writer"),
         _ => QueryError::FailedWhileRunning(
             "details withheld: they could quote private values".into(),
         ),

@@ -226,6 +226,7 @@ impl QueryEngine {
     /// Plans `sql` privately: checks it and rewrites its plan. Spends nothing.
     pub fn plan(&self, sql: &str) -> Result<PrivateQuery> {
         crate::total::check_size(sql)?;
+        crate::backend::no_own_names(sql)?;
         // DataFusion's planner recurses once per expression level; a
         // thread with a generous stack keeps every query within the size
         // limit far from the end of it.

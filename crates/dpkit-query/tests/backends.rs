@@ -255,6 +255,16 @@ const QUOTED_NAMES: &str = "SELECT COUNT(*) AS c FROM \
     (SELECT score AS \"a\"\"b\", n AS \"a\"\"\"\"b\", grp AS \"${grp}\" FROM x) AS s \
     WHERE \"a\"\"\"\"b\" > 5 AND \"${grp}\" IS NOT NULL";
 
+/// Sums over names a printer would confuse with their neighbour's (`a""b`
+/// printed in double quotes reads back as `a"b`, ``c``d`` in backticks as
+/// ``c`d``): the spellings print their arguments and read them back, so
+/// the names are renamed before, or a sum would read the other column.
+const QUOTED_SUMS: &str = "SELECT SUM(\"a\"\"\"\"b\") AS s, SUM(\"c``d\") AS u FROM \
+    (SELECT n AS \"a\"\"\"\"b\", score AS \"a\"\"b\", n AS \"c``d\", score AS \"c`d\" FROM x) AS t";
+
+/// dpkit's own names are sent as they are, so an analyst may not write one.
+const OWN_NAME: &str = "SELECT COUNT(*) AS c FROM (SELECT n AS \"__DPKIT_n\" FROM x) AS t";
+
 /// Extreme values give the embedded engine's exact aggregates at `place`.
 fn extremes_run_at(place: &Place<'_>) {
     let csv = extremes(!matches!(place, Place::Sqlite | Place::SqliteStrict));
@@ -277,9 +287,14 @@ fn extremes_run_at(place: &Place<'_>) {
         Err(QueryError::NotPrivate(m)) if m.contains("too deeply nested") => {}
         Err(other) => panic!("{nested}: {other}"),
     }
-    for sql in [QUOTED_NAMES, NAMES_BY_CASE] {
+    for sql in [QUOTED_NAMES, NAMES_BY_CASE, QUOTED_SUMS] {
         assert_eq!(exact(&engine, sql), exact(&embedded, sql), "{sql}");
     }
+    let own = engine.plan(OWN_NAME);
+    assert!(
+        matches!(&own, Err(QueryError::NotPrivate(m)) if m.contains("dpkit's own")),
+        "{own:?}"
+    );
     exact(&embedded, NAN_LITERAL);
     if !matches!(place, Place::Embedded) {
         // PostgreSQL and Spark refuse the cast from text first.

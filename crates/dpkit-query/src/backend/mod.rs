@@ -32,6 +32,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 
 use crate::description::{ColumnKind, Description, Source};
 use crate::error::{QueryError, Result};
+pub(crate) use renamed::no_own_names;
 pub use sql::{Flavour, RemotePlan};
 
 /// A column's type in a database, as dpkit reads it.

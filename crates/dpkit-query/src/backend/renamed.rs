@@ -1,4 +1,4 @@
-//! Step 4 of [`super::sql`]: every name the analyst wrote (a subquery's
+//! Step 3 of [`super::sql`]: every name the analyst wrote (a subquery's
 //! alias, a computed column's name) is sent as a name dpkit made.
 //!
 //! The analyst's names are text that reaches the database, and a database
@@ -28,14 +28,32 @@ use crate::error::{QueryError, Result};
 /// The prefix of dpkit's own names, kept as they are.
 const OWN: &str = "__dpkit_";
 
+/// Refuses, free, a query that writes a name of dpkit's own (`__dpkit_…`,
+/// in any case): names with that prefix are sent as they are, so the
+/// analyst may not write one.
+pub(crate) fn no_own_names(sql: &str) -> Result<()> {
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+    let tokens = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize()
+        .map_err(|e| QueryError::Sql(e.to_string()))?;
+    let own = |token: &Token| match token {
+        Token::Word(word) => word.value.to_lowercase().starts_with(OWN),
+        _ => false,
+    };
+    match tokens.iter().any(own) {
+        true => Err(QueryError::NotPrivate(format!(
+            "names beginning with {OWN} are dpkit's own: rename it"
+        ))),
+        false => Ok(()),
+    }
+}
+
 /// Renames in `statement` every quoted name other than `kept` (the
 /// description's table and columns, and the raw table's name) and dpkit's
-/// own, and checks that no written name was left out.
-pub(crate) fn rename(
-    statement: &mut ast::Statement,
-    kept: &HashSet<String>,
-    flavour: Flavour,
-) -> Result<()> {
+/// own. It runs before anything is printed and read back (the spellings
+/// print their arguments): printed, `a""b` reads back as `a"b`, so two
+/// of the analyst's names could become one.
+pub(crate) fn rename(statement: &mut ast::Statement, kept: &HashSet<String>) {
     let mut names = Names::Collect(HashSet::new());
     let _ = ast::VisitMut::visit(statement, &mut names);
     let Names::Collect(written) = names else {
@@ -44,7 +62,6 @@ pub(crate) fn rename(
     let map = made_names(&written, kept);
     let mut names = Names::Rename(&map);
     let _ = ast::VisitMut::visit(statement, &mut names);
-    renamed_everywhere(&statement.to_string(), kept, flavour)
 }
 
 /// A made name for each written name that is not kept, none equal (in any
@@ -71,7 +88,11 @@ fn is_kept(name: &str, kept: &HashSet<String>) -> bool {
 /// (made names are dpkit's). A place the renaming missed would still hold
 /// the analyst's name, and the statement is refused. (The printed text is
 /// read, not the tree, because the text is what is sent.)
-fn renamed_everywhere(sent: &str, kept: &HashSet<String>, flavour: Flavour) -> Result<()> {
+pub(crate) fn renamed_everywhere(
+    sent: &str,
+    kept: &HashSet<String>,
+    flavour: Flavour,
+) -> Result<()> {
     let refused = || {
         QueryError::NotPrivate(format!(
             "the SQL for {} could not be written with dpkit's own names: it cannot be sent",
@@ -192,7 +213,9 @@ mod tests {
         let dialect = dialect(Flavour::Postgres);
         let mut statement = Parser::parse_sql(dialect, sql).unwrap().remove(0);
         let kept = kept.iter().map(|k| k.to_string()).collect();
-        rename(&mut statement, &kept, Flavour::Postgres).map(|()| statement.to_string())
+        rename(&mut statement, &kept);
+        let sent = statement.to_string();
+        renamed_everywhere(&sent, &kept, Flavour::Postgres).map(|()| sent)
     }
 
     #[test]

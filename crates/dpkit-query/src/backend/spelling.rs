@@ -1,4 +1,4 @@
-//! Step 3 of [`super::sql`]: dpkit's functions spelled in a database's SQL,
+//! Step 4 of [`super::sql`]: dpkit's functions spelled in a database's SQL,
 //! on the unparsed statement's syntax tree (post-order, so arguments are
 //! already spelled). Each spelling computes what the embedded engine's
 //! function computes and cannot raise an error on any value; why, for each

@@ -11,12 +11,13 @@
 //!    SQLite error); on PostgreSQL only what has a form that cannot fail is
 //!    kept, and anything else is refused at planning, which spends nothing.
 //! 2. **DataFusion's unparser** writes the plan as SQL.
-//! 3. **dpkit's functions are spelled** in the database's SQL on the syntax
+//! 3. **The analyst's names are renamed** to names dpkit made, on the
+//!    syntax tree, before anything is printed ([`super::renamed`]).
+//! 4. **dpkit's functions are spelled** in the database's SQL on the syntax
 //!    tree ([`spell_postgres`]), and the raw table is defined by a `WITH`
-//!    clause that reads the database table with the declared types.
-//! 4. **The analyst's names are renamed** to names dpkit made
-//!    ([`super::renamed`]), and the statement is read back as the database
-//!    will read it and compared with the tree dpkit wrote.
+//!    clause that reads the database table with the declared types; the
+//!    statement is checked to hold no name of the analyst's, read back as
+//!    the database will read it and compared with the tree dpkit wrote.
 
 use std::sync::Arc;
 
@@ -152,9 +153,11 @@ pub(crate) fn remote_plan(
         })?
         .data;
     let mut statement = unparse(&mapped, flavour)?;
-    super::spelling::spell(&mut statement, flavour)?;
     let kept = names.iter().chain([&raw_table]).map(|n| n.to_string());
-    super::renamed::rename(&mut statement, &kept.collect(), flavour)?;
+    let kept = kept.collect();
+    super::renamed::rename(&mut statement, &kept);
+    super::spelling::spell(&mut statement, flavour)?;
+    super::renamed::renamed_everywhere(&statement.to_string(), &kept, flavour)?;
     let statement = super::spelling::reads_back(&statement, flavour)?;
     let sql = format!(
         "WITH {} AS ({source}) {statement}",

@@ -31,7 +31,8 @@ pub(crate) struct PostgresTable {
 }
 
 /// A failure that does not depend on the rows: the server cannot be
-/// reached, or went away before a statement was sent. Refunded. The connection string is never shown.
+/// reached, or went away before a statement was sent. Refunded. The
+/// connection string is never shown.
 fn unreachable_error(reason: &str) -> QueryError {
     QueryError::Data(format!("PostgreSQL {reason} (an I/O failure)"))
 }

@@ -153,7 +153,7 @@ impl QueryEngine {
         let empty =
             datafusion::datasource::MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])
                 .map_err(|e| QueryError::Data(format!("cannot plan over the table: {e}")))?;
-        let source = backend.source(&columns);
+        let source = backend.source(&columns, &found);
         let mut engine = Self::with_table(description, Arc::new(empty))?;
         engine.database = Some(Database {
             backend,

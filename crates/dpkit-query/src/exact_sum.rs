@@ -138,8 +138,10 @@ fn grid_steps(value: f64, inverse: f64) -> i128 {
     // ⌊shifted⌋ without a libm call, by truncating and stepping down for
     // negatives.
     if shifted.abs() < 4_503_599_627_370_496.0 {
+        // |truncated| < 2^52: stepping down one cannot overflow, and the
+        // unchecked subtraction drops a branch per row.
         let truncated = shifted as i64;
-        return i128::from(truncated - i64::from(truncated as f64 > shifted));
+        return i128::from(truncated.wrapping_sub(i64::from(truncated as f64 > shifted)));
     }
     // Beyond 2^52 every double is a whole number: its floor is itself, cast
     // saturating (bounds up to 1e308 reach here).

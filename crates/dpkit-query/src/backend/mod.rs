@@ -54,8 +54,10 @@ pub trait Backend: Send + Sync {
     fn flavour(&self) -> Flavour;
     /// The table's columns, in order, with their types.
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>>;
-    /// The `SELECT` that reads the table's columns as `columns` declares.
-    fn source(&self, columns: &[(String, ColumnKind)]) -> String;
+    /// The `SELECT` that reads the table's columns as `columns` declares;
+    /// `found` is what [`Backend::columns`] gave when the table was opened
+    /// (every plan checks that the columns are still so).
+    fn source(&self, columns: &[(String, ColumnKind)], found: &[(String, DatabaseType)]) -> String;
     /// Asks the database whether it can run `plan`, without reading a row
     /// (SQLite and PostgreSQL prepare it, Spark describes it): a plan it
     /// cannot run is refused at planning, so that a failure that cannot

@@ -166,7 +166,7 @@ impl Backend for PostgresTable {
             .collect()
     }
 
-    fn source(&self, columns: &[(String, ColumnKind)]) -> String {
+    fn source(&self, columns: &[(String, ColumnKind)], _: &[(String, DatabaseType)]) -> String {
         Flavour::Postgres.cast_source(&self.table, columns)
     }
 

@@ -316,7 +316,7 @@ impl Backend for SparkTable {
         Ok(columns)
     }
 
-    fn source(&self, columns: &[(String, ColumnKind)]) -> String {
+    fn source(&self, columns: &[(String, ColumnKind)], _: &[(String, DatabaseType)]) -> String {
         Flavour::Spark.cast_source(&self.table, columns)
     }
 

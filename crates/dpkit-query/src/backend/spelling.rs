@@ -567,11 +567,13 @@ fn clamp(v: &str, low: &str, high: &str, centre: Option<&String>, double: &str) 
 }
 
 /// `dpkit_clamp` in SQLite, which has no NaN (it stores NaN as NULL) and
-/// whose comparisons and subtraction never fail. NULL takes the last
-/// branch and stays NULL.
+/// whose comparisons and subtraction never fail. SQLite's `min` and `max`
+/// of several arguments are NULL when any argument is, so NULL stays NULL.
+/// `v` is written once: SQLite copies a view's expression into every place
+/// its column is named, and the `CASE` this replaces, naming `v` four
+/// times, computed the typed view four times per row.
 fn sqlite_clamp(v: &str, low: &str, high: &str, centre: Option<&String>) -> String {
-    let clamped =
-        format!("CASE WHEN {v} < {low} THEN {low} WHEN {v} > {high} THEN {high} ELSE {v} END");
+    let clamped = format!("max({low}, min({high}, {v}))");
     match centre {
         Some(centre) => format!("(({clamped}) - {centre})"),
         None => clamped,

@@ -153,25 +153,37 @@ fn read_as(
         _ => {}
     }
     // SQLite orders every number below every text, and every text below
-    // every BLOB, whatever the column's affinity or collation (the empty
-    // literals keep their type in the comparison), and NULL compares as
-    // NULL: `< ''` keeps the numbers, `< x''` the numbers and the texts.
-    // One comparison, where `typeof` was a function call and a comparison
-    // of its name (see the README's benchmark of the backends).
+    // every BLOB, and NULL compares as NULL: `< ''` keeps the numbers,
+    // `< x''` the numbers and the texts. One comparison, where `typeof` was
+    // a function call and a comparison of its name (see the README's
+    // benchmark of the backends).
     match kind {
         ColumnKind::Integer => format!("CASE WHEN typeof({column}) = 'integer' THEN {column} END"),
         // A column of REAL affinity reads every number as a real (an
         // integer is only how SQLite stores a whole one on disk).
         ColumnKind::Real if declared == Some(&DatabaseType::Real) => {
-            format!("CASE WHEN {column} < '' THEN {column} END")
+            format!("CASE WHEN {} THEN {column} END", below(column, "''"))
         }
-        ColumnKind::Real => format!("CASE WHEN {column} < '' THEN CAST({column} AS REAL) END"),
+        ColumnKind::Real => format!(
+            "CASE WHEN {} THEN CAST({column} AS REAL) END",
+            below(column, "''")
+        ),
         // Compared byte by byte, as in the embedded engine, whatever the
         // column's collation (NOCASE would make `a` and `A` one group).
-        ColumnKind::Text => {
-            format!("(CASE WHEN {column} < x'' THEN CAST({column} AS TEXT) END) COLLATE BINARY")
-        }
+        ColumnKind::Text => format!(
+            "(CASE WHEN {} THEN CAST({column} AS TEXT) END) COLLATE BINARY",
+            below(column, "x''")
+        ),
     }
+}
+
+/// `column < literal` compared as stored. The unary `+` takes the column's
+/// affinity away, which would otherwise turn a stored text such as `'12'`
+/// into a number for the comparison (a text a numeric column can hold when
+/// its rows were written under another declaration); `COLLATE BINARY`
+/// takes its collation away, which dpkit's connection may not have.
+fn below(column: &str, literal: &str) -> String {
+    format!("(+{column}) COLLATE BINARY < {literal}")
 }
 
 impl Backend for SqliteTable {
@@ -331,10 +343,47 @@ mod tests {
     /// Every kind of stored value, in columns of every affinity, read as
     /// each kind of the description, against the rule written plainly with
     /// `typeof`: a number as the kind (as text for text), a text as itself
-    /// for text, everything else NULL.
+    /// for text, everything else NULL. Each table is written twice: through
+    /// its declaration, and as an untyped table declared afterwards (as a
+    /// file written under another schema is), so that a numeric column
+    /// holds texts such as `'12'`; `foo` is a collation dpkit's connection
+    /// does not have.
     #[test]
     fn every_stored_value_reads_as_its_kind_or_null_in_every_affinity() {
-        let connection = Connection::open_in_memory().unwrap();
+        let declarations = [
+            "TEXT",
+            "VARCHAR(10)",
+            "TEXT COLLATE NOCASE",
+            "TEXT COLLATE foo",
+            "REAL",
+            "DOUBLE",
+            "REAL COLLATE foo",
+            "FLOATBLOB",
+            "INTEGER",
+            "NUMERIC",
+            "BLOB",
+            "",
+        ];
+        for (i, declared) in declarations.into_iter().enumerate() {
+            for afterwards in [false, true] {
+                let file = std::env::temp_dir().join(format!(
+                    "dpkit-affinity-{}-{i}-{afterwards}.sqlite",
+                    std::process::id()
+                ));
+                let _ = std::fs::remove_file(&file);
+                write_every_kind(&file, declared, afterwards);
+                let connection = Connection::open(&file).unwrap();
+                every_kind_reads_by_the_rule(&connection, declared);
+                drop(connection);
+                std::fs::remove_file(&file).unwrap();
+            }
+        }
+    }
+
+    /// A table `t (c declared)` holding a value of every kind, declared
+    /// `afterwards` (written untyped, then its schema rewritten).
+    fn write_every_kind(file: &Path, declared: &str, afterwards: bool) {
+        let connection = Connection::open(file).unwrap();
         let values = [
             "NULL",
             "5",
@@ -346,10 +395,34 @@ mod tests {
             "'abc'",
             "'12'",
             "' 5.5 '",
+            "'-4'",
             "''",
             "x'00ff'",
             "x''",
         ];
+        let typed = if afterwards { "" } else { declared };
+        connection
+            .execute_batch(&format!(
+                "CREATE TABLE t (c {})",
+                typed.replace("foo", "NOCASE")
+            ))
+            .unwrap();
+        for value in values {
+            connection
+                .execute(&format!("INSERT INTO t VALUES ({value})"), [])
+                .unwrap();
+        }
+        if afterwards || declared.contains("foo") {
+            connection
+                .execute_batch(&format!(
+                    "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = \
+                     'CREATE TABLE t (c {declared})' WHERE name = 't'"
+                ))
+                .unwrap();
+        }
+    }
+
+    fn every_kind_reads_by_the_rule(connection: &Connection, declared: &str) {
         let rules = [
             (
                 ColumnKind::Text,
@@ -365,44 +438,20 @@ mod tests {
                 "CASE WHEN typeof(c) = 'integer' THEN c END",
             ),
         ];
-        let declarations = [
-            "TEXT",
-            "VARCHAR(10)",
-            "TEXT COLLATE NOCASE",
-            "REAL",
-            "DOUBLE",
-            "FLOATBLOB",
-            "INTEGER",
-            "NUMERIC",
-            "BLOB",
-            "",
-        ];
-        for declared in declarations {
-            connection
-                .execute_batch(&format!(
-                    "DROP TABLE IF EXISTS t; CREATE TABLE t (c {declared})"
-                ))
-                .unwrap();
-            for value in values {
-                connection
-                    .execute(&format!("INSERT INTO t VALUES ({value})"), [])
-                    .unwrap();
-            }
-            let found = column_types(&connection, "t", "").unwrap();
-            for (kind, rule) in rules {
-                let read = read_as("c", kind, None, Some(&found[0].1));
-                let differing: i64 = connection
-                    .query_row(
-                        &format!(
-                            "SELECT count(*) FROM (SELECT {read} AS a, {rule} AS b FROM t) \
-                             WHERE NOT (typeof(a) = typeof(b) AND quote(a) IS quote(b))"
-                        ),
-                        [],
-                        |row| row.get(0),
-                    )
-                    .unwrap();
-                assert_eq!(differing, 0, "{declared:?} read as {kind:?} by {read}");
-            }
+        let found = column_types(connection, "t", "").unwrap();
+        for (kind, rule) in rules {
+            let read = read_as("c", kind, None, Some(&found[0].1));
+            let differing: i64 = connection
+                .query_row(
+                    &format!(
+                        "SELECT count(*) FROM (SELECT {read} AS a, {rule} AS b FROM t) \
+                         WHERE NOT (typeof(a) = typeof(b) AND quote(a) IS quote(b))"
+                    ),
+                    [],
+                    |row| row.get(0),
+                )
+                .unwrap_or_else(|e| panic!("{declared:?} read as {kind:?} by {read}: {e}"));
+            assert_eq!(differing, 0, "{declared:?} read as {kind:?} by {read}");
         }
     }
 }

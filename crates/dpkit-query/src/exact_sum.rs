@@ -107,10 +107,7 @@ impl AggregateUDFImpl for ExactSum {
         &self,
         _args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(ExactSumGroups {
-            exponent: self.exponent,
-            steps: Vec::new(),
-        }))
+        Ok(Box::new(ExactSumGroups::new(self.exponent)))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -193,6 +190,109 @@ impl Accumulator for ExactSumAccumulator {
 struct ExactSumGroups {
     exponent: i32,
     steps: Vec<i128>,
+    /// Steps of batches with no NULL and no filter, not yet in `steps`.
+    pending: PendingSteps,
+}
+
+impl ExactSumGroups {
+    fn new(exponent: i32) -> Self {
+        ExactSumGroups {
+            exponent,
+            steps: Vec::new(),
+            pending: PendingSteps::default(),
+        }
+    }
+}
+
+/// 2^53: every whole number up to it is a double, and a sum of whole
+/// numbers that stays within it is computed exactly.
+const EXACT_IN_DOUBLES: f64 = 9_007_199_254_740_992.0;
+/// 1.5 · 2^52: adding it to `|s| < 2^51` leaves no bit below 1, so the
+/// sum is `s` rounded to the nearest whole number (ties to even), and
+/// subtracting it again is exact.
+const ROUND_TO_WHOLE: f64 = 6_755_399_441_055_744.0;
+/// Rows summed in doubles between checks of their size.
+const CHUNK: usize = 4096;
+/// What one chunk may add to any group's sum in doubles: 2^44, so 512
+/// chunks fit below 2^53 between two moves into 128 bits.
+const CHUNK_TOTAL: f64 = 17_592_186_044_416.0;
+
+/// Grid steps summed per group in doubles, where that is exact and costs
+/// what the engine's own `SUM` costs, then moved into the 128-bit sums.
+///
+/// The argument: a chunk of `n` rows is summed here only if every row's
+/// `s = value · 2^-k + 0.5` has `|s| ≤ CHUNK_TOTAL / n − 1` (NaN and ±∞
+/// fail the test), so `|⌊s⌋| ≤ CHUNK_TOTAL / n` and the chunk moves a
+/// group's sum by at most `CHUNK_TOTAL`. `used` adds `CHUNK_TOTAL` per
+/// chunk and the sums move into 128 bits before it would pass 2^53, so
+/// every partial sum is a whole number below 2^53: each addition is exact,
+/// whatever the order, and `⌊s⌋` is computed exactly ([`floor_small`],
+/// `|s| < 2^51`). The result is [`grid_steps`]'s, summed.
+#[derive(Debug, Default)]
+struct PendingSteps {
+    sums: Vec<f64>,
+    /// A bound on every `|sums[g]|`.
+    used: f64,
+}
+
+/// `⌊s⌋` for `|s| < 2^51`, in doubles: the nearest whole number, less one
+/// if it is above `s`.
+#[inline]
+fn floor_small(s: f64) -> f64 {
+    let nearest = (s + ROUND_TO_WHOLE) - ROUND_TO_WHOLE;
+    if nearest > s { nearest - 1.0 } else { nearest }
+}
+
+/// `|s| ≤ limit`; false for NaN.
+#[inline]
+fn within(s: f64, limit: f64) -> bool {
+    s.abs() <= limit
+}
+
+impl PendingSteps {
+    /// Adds every row of a batch with no NULL and no filter to `steps`,
+    /// through the doubles chunk by chunk where the argument above holds.
+    fn add(&mut self, values: &[f64], groups: &[usize], inverse: f64, steps: &mut [i128]) {
+        self.sums.resize(steps.len(), 0.0);
+        for (values, groups) in values.chunks(CHUNK).zip(groups.chunks(CHUNK)) {
+            let limit = CHUNK_TOTAL / values.len() as f64 - 1.0;
+            // `|` rather than `||`: no early exit, so the test vectorises.
+            let outside = values
+                .iter()
+                .fold(false, |out, &v| out | !within(v * inverse + 0.5, limit));
+            if outside {
+                for (&value, &group) in values.iter().zip(groups) {
+                    steps[group] += grid_steps(value, inverse);
+                }
+                continue;
+            }
+            if self.used + CHUNK_TOTAL > EXACT_IN_DOUBLES {
+                self.flush(steps);
+            }
+            self.used += CHUNK_TOTAL;
+            let sums = &mut self.sums[..steps.len()];
+            for (&value, &group) in values.iter().zip(groups) {
+                sums[group] += floor_small(value * inverse + 0.5);
+            }
+        }
+    }
+
+    /// Moves every pending sum into `steps` (each is a whole number below
+    /// 2^53, so the conversion is exact) and starts again from zero.
+    fn flush(&mut self, steps: &mut [i128]) {
+        for (total, pending) in steps.iter_mut().zip(&mut self.sums) {
+            *total += *pending as i128;
+            *pending = 0.0;
+        }
+        self.used = 0.0;
+    }
+
+    /// Moves everything into `steps` and forgets the groups, for an emit
+    /// that may renumber them.
+    fn settle(&mut self, steps: &mut [i128]) {
+        self.flush(steps);
+        self.sums.clear();
+    }
 }
 
 impl GroupsAccumulator for ExactSumGroups {
@@ -208,10 +308,8 @@ impl GroupsAccumulator for ExactSumGroups {
         let values = values[0].as_primitive::<Float64Type>();
         let counted = |row: usize| counted(values, opt_filter, row);
         if values.null_count() == 0 && opt_filter.is_none() {
-            let steps = &mut self.steps[..total_num_groups];
-            for (&value, &group) in values.values().iter().zip(group_indices) {
-                steps[group] += grid_steps(value, inverse);
-            }
+            self.pending
+                .add(values.values(), group_indices, inverse, &mut self.steps);
         } else {
             for (row, &group) in group_indices.iter().enumerate() {
                 if counted(row) {
@@ -223,12 +321,14 @@ impl GroupsAccumulator for ExactSumGroups {
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        self.pending.settle(&mut self.steps);
         let steps = emit_to.take_needed(&mut self.steps);
         let sums = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
         Ok(Arc::new(sums))
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        self.pending.settle(&mut self.steps);
         let steps = emit_to.take_needed(&mut self.steps);
         let state = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
         Ok(vec![Arc::new(state)])
@@ -268,7 +368,9 @@ impl GroupsAccumulator for ExactSumGroups {
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of_val(self) + self.steps.capacity() * std::mem::size_of::<i128>()
+        std::mem::size_of_val(self)
+            + self.steps.capacity() * std::mem::size_of::<i128>()
+            + self.pending.sums.capacity() * std::mem::size_of::<f64>()
     }
 }
 
@@ -363,18 +465,12 @@ mod tests {
             .collect();
         let groups: Vec<usize> = (0..1000).map(|i| i % 3).collect();
         let array = |v: &[f64]| -> ArrayRef { Arc::new(Float64Array::from(v.to_vec())) };
-        let mut grouped = ExactSumGroups {
-            exponent,
-            steps: Vec::new(),
-        };
+        let mut grouped = ExactSumGroups::new(exponent);
         grouped
             .update_batch(&[array(&values[..400])], &groups[..400], None, 3)
             .unwrap();
         // A second accumulator's state, merged in.
-        let mut other = ExactSumGroups {
-            exponent,
-            steps: Vec::new(),
-        };
+        let mut other = ExactSumGroups::new(exponent);
         other
             .update_batch(&[array(&values[400..])], &groups[400..], None, 3)
             .unwrap();
@@ -405,10 +501,7 @@ mod tests {
             Some(8.0),
         ]));
         let filter = BooleanArray::from(vec![Some(true), Some(true), None, Some(true)]);
-        let mut grouped = ExactSumGroups {
-            exponent,
-            steps: Vec::new(),
-        };
+        let mut grouped = ExactSumGroups::new(exponent);
         grouped
             .update_batch(
                 std::slice::from_ref(&values),
@@ -458,10 +551,7 @@ mod tests {
     #[test]
     fn totals_past_two_to_the_53_steps_stay_exact() {
         let exponent = summation_grid(90.0, false);
-        let mut groups = ExactSumGroups {
-            exponent,
-            steps: Vec::new(),
-        };
+        let mut groups = ExactSumGroups::new(exponent);
         let batch: ArrayRef = Arc::new(Float64Array::from(vec![90.0; 100_000]));
         for _ in 0..100 {
             groups
@@ -495,5 +585,49 @@ mod tests {
             sum(vec![-0.5, -0.5, -0.5]) + 8 * 3,
             sum(vec![7.5, 7.5, 7.5])
         );
+    }
+
+    /// Every group's sum through the doubles equals the sum of each row's
+    /// grid steps: ties either way of zero, the chunk's limit and just past
+    /// it, NaN and ±∞, and 600 chunks in one group at the limit (which pass
+    /// 2^53, and would lose their low bits, unless moved into 128 bits) and
+    /// at twice the limit (which must not be summed in doubles at all).
+    #[test]
+    fn batches_summed_in_doubles_equal_the_row_by_row_sums() {
+        let limit = CHUNK_TOTAL / CHUNK as f64 - 1.0;
+        let ties: Vec<f64> = (-64..64).map(|k| f64::from(k) + 0.5).collect();
+        let tiny = vec![1e-300, -1e-300, -0.0, 0.0, 0.49999999999999994];
+        let mut edges = vec![limit - 0.5, -limit - 0.5, 3.0];
+        edges.extend(std::iter::repeat_n(-7.25, CHUNK - edges.len()));
+        let past = [vec![limit + 0.5], vec![1.0; CHUNK - 1]].concat();
+        let odd = [vec![f64::NAN], vec![2.5; CHUNK + 7], vec![f64::INFINITY]].concat();
+        let at_limit = vec![limit - 0.5; 600 * CHUNK];
+        let twice_the_limit = vec![2.0 * limit + 0.5; 600 * CHUNK];
+        for (values, groups) in [
+            (ties, 3),
+            (tiny, 2),
+            (edges, 5),
+            (past, 3),
+            (odd, 4),
+            (at_limit, 1),
+            (twice_the_limit, 1),
+        ] {
+            let of = |row: usize| (row * 7 + row / 3) % groups;
+            let indices: Vec<usize> = (0..values.len()).map(of).collect();
+            let mut expected = vec![0i128; groups];
+            for (row, &value) in values.iter().enumerate() {
+                expected[of(row)] += grid_steps(value, 1.0);
+            }
+            let mut accumulator = ExactSumGroups::new(0);
+            let array: ArrayRef = Arc::new(Float64Array::from(values));
+            accumulator
+                .update_batch(&[array], &indices, None, groups)
+                .unwrap();
+            let sums = accumulator.evaluate(EmitTo::All).unwrap();
+            let sums = sums.as_primitive::<Decimal128Type>();
+            for (group, &expected) in expected.iter().enumerate() {
+                assert_eq!(sums.value(group), expected, "group {group}");
+            }
+        }
     }
 }

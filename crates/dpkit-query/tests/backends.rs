@@ -489,6 +489,20 @@ fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
     audits::the_cap_holds_where_the_rows_live(place);
 }
 
+/// The per-person cap planted after FROM is caught by the auditor on
+/// every engine, each database a server of its own that this test starts.
+#[cfg(feature = "planted-holes")]
+#[test]
+fn a_cap_after_from_is_caught_where_the_rows_live() {
+    audits::a_cap_after_from_is_caught(&Place::Embedded);
+    audits::a_cap_after_from_is_caught(&Place::Sqlite);
+    audits::a_cap_after_from_is_caught(&Place::SqliteStrict);
+    let server = Postgres::start("planted");
+    audits::a_cap_after_from_is_caught(&Place::Postgres(&server));
+    let spark = spark::Spark::start("planted");
+    audits::a_cap_after_from_is_caught(&Place::Spark(&spark));
+}
+
 const CASES: &str = "id,grp\n1,A\n2,a\n3,a\n4,b\n";
 const CASES_DESCRIPTION: &str = "[table]\nname = \"c\"\nfile = \"c.csv\"\n\
     [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 10.0\ndelta = 0.5\n\

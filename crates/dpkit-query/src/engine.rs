@@ -246,7 +246,10 @@ impl QueryEngine {
         let logical = self
             .runtime
             .block_on(state.create_logical_plan(sql))
-            .map_err(|e| QueryError::Sql(planning_message(&e.to_string())))?;
+            .map_err(|e| {
+                let message = planning_message(&e.to_string());
+                QueryError::Sql(crate::hints::with_hint(message, &self.description))
+            })?;
         let mut domain_of = |expr: &Expr, column: &str, bounds: (i64, i64)| {
             self.enumerate_domain(expr, column, bounds)
         };

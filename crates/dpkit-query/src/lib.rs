@@ -32,6 +32,7 @@ pub mod engine;
 pub mod error;
 mod exact_sum;
 mod explain;
+mod hints;
 pub mod ledger;
 mod matcher;
 mod noise_plan;

@@ -1,0 +1,116 @@
+//! What to write instead, when the planner does not know a name: hints
+//! drawn only from the description's column and table names, which are
+//! public (the file's own header may be a row of data when it has none,
+//! so its names are never offered).
+
+use std::collections::BTreeMap;
+
+use crate::description::{ColumnFacts, Description};
+
+/// `message` (a shortened planning error) with a hint added when it names
+/// an unknown column or table and the description suggests what was meant:
+/// `No field named hours.` becomes `No field named hours: a name with "-"
+/// or capitals needs double quotes, as in "hours-per-week"`.
+pub(crate) fn with_hint(message: String, description: &Description) -> String {
+    if let Some(rest) = message.strip_prefix("No field named ") {
+        let name = unqualified(rest.trim_end_matches('.'));
+        if let Some(hint) = column_hint(&name, &description.columns) {
+            return format!("No field named {name}: {hint}");
+        }
+    } else if message.starts_with("table '") && message.ends_with("' not found") {
+        return format!(
+            "{message}: this description's table is {}",
+            quoted(&description.table)
+        );
+    }
+    message
+}
+
+/// The last part of a possibly qualified name, without DataFusion's quotes.
+fn unqualified(name: &str) -> String {
+    name.rsplit('.').next().unwrap_or(name).replace('"', "")
+}
+
+/// A hint for the unknown column `name`: the described column it is the
+/// start of (an unquoted `hours-per-week` is read as `hours - per - week`),
+/// the one it matches but for capitals (unquoted names are lowercased), or
+/// the one within a typo of it.
+fn column_hint(name: &str, columns: &BTreeMap<String, ColumnFacts>) -> Option<String> {
+    let needs_quotes = |column: &String| {
+        format!(
+            "a name with \"-\" or capitals needs double quotes, as in {}",
+            quoted(column)
+        )
+    };
+    if let Some(column) = columns.keys().find(|c| {
+        c.strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with(|ch: char| !ch.is_alphanumeric() && ch != '_'))
+    }) {
+        return Some(needs_quotes(column));
+    }
+    if let Some(column) = columns
+        .keys()
+        .find(|c| c.to_lowercase() == name.to_lowercase())
+    {
+        return Some(needs_quotes(column));
+    }
+    let allowed = (name.chars().count() / 3).clamp(1, 2);
+    columns
+        .keys()
+        .map(|c| (edits(&c.to_lowercase(), &name.to_lowercase()), c))
+        .filter(|(distance, _)| *distance <= allowed)
+        .min()
+        .map(|(_, column)| format!("did you mean {}?", quoted(column)))
+}
+
+/// `name` as SQL must write it: bare if lowercase letters, digits and
+/// underscores, else in double quotes.
+fn quoted(name: &str) -> String {
+    let bare = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if bare && !name.is_empty() {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+/// The Levenshtein distance between `a` and `b`, by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, y) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(x != *y);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances_count_insertions_deletions_and_substitutions() {
+        assert_eq!(edits("age", "agee"), 1);
+        assert_eq!(edits("sex", "sx"), 1);
+        assert_eq!(edits("race", "rice"), 1);
+        assert_eq!(edits("education", "eduaction"), 2);
+        assert_eq!(edits("", "abc"), 3);
+    }
+
+    #[test]
+    fn names_are_quoted_only_when_sql_needs_it() {
+        assert_eq!(quoted("age"), "age");
+        assert_eq!(quoted("hours-per-week"), "\"hours-per-week\"");
+        assert_eq!(quoted("Age"), "\"Age\"");
+        assert_eq!(quoted("1st"), "\"1st\"");
+    }
+}

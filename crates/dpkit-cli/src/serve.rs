@@ -56,10 +56,12 @@ struct GrantArgs {
     /// The dataset (its description's table name).
     #[arg(long)]
     dataset: String,
-    /// Total ε (default: the description's [budget]).
+    /// Total ε (default: the analyst's current total on the dataset, or the
+    /// description's [budget] for a new analyst).
     #[arg(long)]
     epsilon: Option<f64>,
-    /// Total δ (default: the description's [budget]).
+    /// Total δ (default: the analyst's current total on the dataset, or the
+    /// description's [budget] for a new analyst).
     #[arg(long)]
     delta: Option<f64>,
 }
@@ -201,9 +203,20 @@ fn dataset(config: &Config, name: &str) -> Result<Description> {
     bail!("no dataset named {name} in the configuration")
 }
 
+/// Grants the analyst's totals on the dataset: each as given, or else as
+/// the analyst has them already, or else the description's `[budget]`.
 fn set_budget(config: &Config, args: &GrantArgs, description: &Description) -> Result<()> {
-    let epsilon = args.epsilon.unwrap_or(description.budget_epsilon);
-    let delta = args.delta.unwrap_or(description.budget_delta);
+    let account = account(&args.name, &args.dataset);
+    let current = if Ledger::has_account(&config.state_path(), &account)? {
+        let state = Ledger::open_account(&config.state_path(), &account)?.state()?;
+        Some((state.total_epsilon, state.total_delta))
+    } else {
+        None
+    };
+    let (epsilon, delta) =
+        current.unwrap_or((description.budget_epsilon, description.budget_delta));
+    let epsilon = args.epsilon.unwrap_or(epsilon);
+    let delta = args.delta.unwrap_or(delta);
     Ok(grant(
         &config.state_path(),
         &args.name,

@@ -136,8 +136,9 @@ fn analysts_are_added_listed_budgeted_and_revoked_from_the_command_line() {
             "7.5",
         ],
     );
+    // δ, not given, stays what ann had (1e-6), not the description's.
     assert!(
-        ok && out.contains("ann (key made") && out.contains("spent ε = 0 of 7.5"),
+        ok && out.contains("ann (key made") && out.contains("spent ε = 0 of 7.5, δ = 0e0 of 1e-6"),
         "{out}"
     );
     let (ok, out, _) = serve_command(&folder, &["analyst", "revoke", "ann"]);

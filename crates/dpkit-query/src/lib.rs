@@ -4,8 +4,9 @@
 //!
 //! Differentially private SQL over CSV and Parquet files. DataFusion parses
 //! and plans the query; dpkit checks the plan and rewrites it to compute only
-//! clamped, contribution-bounded exact aggregates (COUNT, SUM, AVG per
-//! group) with built-in functions. It then adds noise in Rust to that small
+//! clamped, contribution-bounded exact aggregates (counts, sums and sums of
+//! squares per group, and the histograms behind medians and percentiles)
+//! with built-in functions. It then adds noise in Rust to that small
 //! result, chooses which group keys to release, attaches confidence
 //! intervals and charges a budget ledger that survives restarts.
 //!

@@ -1,6 +1,7 @@
-//! The aggregates: COUNT(*), COUNT(expression), SUM(expression) and
-//! AVG(expression), each measured as exact counts and exact clamped sums of
-//! total expressions.
+//! The aggregates: COUNT(*), COUNT(expression), COUNT(DISTINCT id),
+//! SUM(expression) and AVG(expression), each measured as exact counts and
+//! exact clamped sums of total expressions; VAR and STDDEV are planned in
+//! `moments`, MEDIAN and the percentiles in `quantiles`.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
@@ -178,6 +179,12 @@ fn one(
         (name, _, _) if is_supported(name) => Err(not_private(format!(
             "{}() takes one argument",
             function_name.to_uppercase()
+        ))),
+        (extreme @ ("min" | "max"), _, _) => Err(not_private(format!(
+            "{}() is not supported: one person decides it; ask for a high or low percentile \
+             instead, as in PERCENTILE_CONT({}) WITHIN GROUP (ORDER BY …)",
+            extreme.to_uppercase(),
+            if extreme == "max" { "0.95" } else { "0.05" }
         ))),
         (other, _, _) => Err(not_private(format!(
             "{}() is not supported: use COUNT, SUM, AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT",

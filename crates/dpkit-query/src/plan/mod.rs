@@ -320,17 +320,18 @@ fn peel(plan: &LogicalPlan) -> Result<Shape<'_>> {
     }
     let LogicalPlan::Projection(projection) = node else {
         return Err(not_private(
-            "dpkit answers SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM or AVG",
+            "dpkit answers SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM, AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT",
         ));
     };
     let LogicalPlan::Aggregate(aggregate) = projection.input.as_ref() else {
         return match projection.input.as_ref() {
             LogicalPlan::Filter(_) if has_aggregate_below(&projection.input) => Err(not_private(
-                "HAVING is not supported: it would filter on exact aggregates",
+                "HAVING is not supported: it would filter on exact aggregates; \
+                 filter the released answer instead, which costs nothing more",
             )),
             LogicalPlan::Sort(_) => Err(not_private("ORDER BY must name columns of the answer")),
             _ => Err(not_private(
-                "every query must aggregate (COUNT, SUM, AVG): dpkit never releases rows",
+                "every query must aggregate (COUNT, SUM, AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT): dpkit never releases rows",
             )),
         };
     };

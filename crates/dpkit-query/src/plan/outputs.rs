@@ -19,7 +19,9 @@ pub(super) fn plan(
     for expr in shape.projection {
         let Expr::Column(column) = unalias(expr) else {
             return Err(not_private(
-                "the SELECT list takes GROUP BY keys and aggregates, not expressions over them",
+                "the SELECT list takes GROUP BY keys and aggregates, not expressions over them: \
+                 ask for each aggregate and combine the released values (a ratio of two, say), \
+                 which costs nothing more",
             ));
         };
         let position = aggregate

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use dpkit_core::rng::SecureRng;
-use dpkit_query::ledger::{BudgetState, default_path, shown_epsilon};
+use dpkit_ledger::{BudgetState, default_path, shown_epsilon};
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, QueryError as EngineError, ReleaseSettings,
 };
@@ -57,11 +57,11 @@ fn open_ledger(
         Some(ledger) => ledger,
         None => default_path(path, &description.table, analyst)?,
     };
-    Ledger::open(
+    Ok(Ledger::open(
         &ledger,
         description.budget_epsilon,
         description.budget_delta,
-    )
+    )?)
 }
 
 /// The budget in the shape `dpkit serve` returns it.

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
+use dpkit_ledger::{BudgetState, default_path, shown_epsilon};
 use dpkit_query::description::draft_from_csv;
-use dpkit_query::ledger::{BudgetState, default_path, shown_epsilon};
 use dpkit_query::target::TargetError;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,

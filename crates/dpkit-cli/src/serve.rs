@@ -243,7 +243,7 @@ fn list(config: &Config, analysts: &Analysts) -> Result<()> {
                 let state = Ledger::open_account(&config.state_path(), &account)?.state()?;
                 text.push_str(&format!(
                     "  {table}: spent ε = {} of {}, δ = {:e} of {:e}, {} queries\n",
-                    dpkit_query::ledger::shown_epsilon(state.spent_epsilon),
+                    dpkit_ledger::shown_epsilon(state.spent_epsilon),
                     state.total_epsilon,
                     state.spent_delta,
                     state.total_delta,

@@ -8,7 +8,7 @@ use dpkit_core::sensitivity::Neighbouring;
 use serde::Deserialize;
 
 use crate::error::{QueryError, Result};
-use crate::ledger::MAX_EPSILON;
+use dpkit_ledger::MAX_EPSILON;
 
 /// The most rows one person may contribute (`max_rows_per_person`): beyond
 /// it, noise scaled to a person's reach would drown any answer.

@@ -19,10 +19,10 @@ use rand_core::CryptoRng;
 use crate::backend::Backend;
 use crate::description::{Description, Source};
 use crate::error::{QueryError, Result};
-use crate::ledger::{Ledger, Once};
 use crate::plan::{Measurement, PrivateQuery, QuantileRole, plan_private};
 use crate::release::{Cells, ExactGroups, ReleaseSettings, ReleasedTable, plan_noise, release};
 use crate::target::{TargetError, smallest_epsilon};
+use dpkit_ledger::{Ledger, Once};
 
 /// Stack of the planning thread (reserved, touched only as deep as used).
 const PLANNING_STACK_BYTES: usize = 256 * 1024 * 1024;

@@ -46,5 +46,16 @@ pub enum QueryError {
     Mechanism(#[from] dpkit_core::Error),
 }
 
+impl From<dpkit_ledger::LedgerError> for QueryError {
+    fn from(error: dpkit_ledger::LedgerError) -> Self {
+        match error {
+            dpkit_ledger::LedgerError::Budget(why) => QueryError::Budget(why),
+            dpkit_ledger::LedgerError::Storage { path, reason } => {
+                QueryError::Ledger { path, reason }
+            }
+        }
+    }
+}
+
 /// `Result` with [`QueryError`].
 pub type Result<T> = std::result::Result<T, QueryError>;

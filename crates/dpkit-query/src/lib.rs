@@ -34,7 +34,6 @@ pub mod error;
 mod exact_sum;
 mod explain;
 mod hints;
-pub mod ledger;
 mod matcher;
 mod noise_plan;
 pub mod output;
@@ -50,7 +49,7 @@ mod total_math;
 mod total_work;
 
 pub use description::Description;
+pub use dpkit_ledger::Ledger;
 pub use engine::{OnceAnswer, QueryEngine, RunLimits};
 pub use error::{QueryError, Result};
-pub use ledger::Ledger;
 pub use release::{MechanismChoice, ReleaseSettings, ReleasedTable};

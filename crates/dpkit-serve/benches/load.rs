@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dpkit_core::rng::SecureRng;
-use dpkit_query::ledger::Once;
+use dpkit_ledger::Once;
 use dpkit_query::release::{plan_noise, release};
 use dpkit_query::{Description, Ledger, QueryEngine, ReleaseSettings};
 use fixture::{TestServer, adult_description};

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use dpkit_core::rng::SecureRng;
-use dpkit_query::Ledger;
+use dpkit_ledger::Ledger;
 use rand_core::Rng;
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};

@@ -25,7 +25,7 @@ pub enum ServeError {
     Analyst(String),
     /// The budget ledger refused.
     #[error(transparent)]
-    Ledger(#[from] dpkit_query::QueryError),
+    Ledger(#[from] dpkit_ledger::LedgerError),
     /// The address or the runtime.
     #[error("{0}")]
     Io(String),

@@ -112,6 +112,12 @@ impl From<QueryError> for ApiError {
     }
 }
 
+impl From<dpkit_ledger::LedgerError> for ApiError {
+    fn from(error: dpkit_ledger::LedgerError) -> Self {
+        QueryError::from(error).into()
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {

@@ -48,7 +48,7 @@ pub struct App {
 impl App {
     /// The state of a server over `datasets`.
     pub fn new(datasets: Vec<Dataset>, analysts: Analysts, limits: Limits) -> crate::Result<Self> {
-        let grants = Mutex::new(dpkit_query::Ledger::reader(analysts.path())?);
+        let grants = Mutex::new(dpkit_ledger::Ledger::reader(analysts.path())?);
         Ok(Self {
             grants,
             ledgers: Arc::default(),
@@ -80,7 +80,7 @@ impl App {
     fn granted_to(&self, analyst: &str) -> Result<Vec<usize>, ApiError> {
         let mut granted = Vec::new();
         for (i, dataset) in self.datasets.iter().enumerate() {
-            if dpkit_query::Ledger::has_account(
+            if dpkit_ledger::Ledger::has_account(
                 &self.state_path,
                 &account(analyst, dataset.name()),
             )? {

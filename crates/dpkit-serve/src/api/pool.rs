@@ -7,7 +7,8 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use dpkit_query::{Ledger, QueryError};
+use dpkit_ledger::Ledger;
+use dpkit_query::QueryError;
 
 /// The most connections kept idle, over all accounts.
 const MAX_IDLE: usize = 256;

@@ -1,6 +1,6 @@
 //! The JSON the API takes and gives.
 
-use dpkit_query::ledger::{BudgetState, shown_epsilon};
+use dpkit_ledger::{BudgetState, shown_epsilon};
 use dpkit_query::release::Cell;
 use dpkit_query::{MechanismChoice, ReleaseSettings, ReleasedTable};
 use serde::{Deserialize, Serialize};

@@ -3,13 +3,17 @@
 //! computed, and refunded if the query then fails for a reason outside the
 //! data. An answer kept for replay is committed before it is released.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 use std::path::{Path, PathBuf};
 
 use dpkit_core::accounting::PrivacyLoss;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::error::{QueryError, Result};
+pub use error::{LedgerError, Result};
 
+mod error;
 mod replay;
 mod schema;
 
@@ -34,7 +38,7 @@ fn to_units(what: &str, epsilon: f64) -> Result<i64> {
         // At most 1e18: the cast is exact and cannot saturate.
         return Ok((epsilon * UNITS_PER_EPSILON).round() as i64);
     }
-    Err(QueryError::Budget(format!(
+    Err(LedgerError::Budget(format!(
         "{what} ε must be finite, > 0 and at most {MAX_EPSILON}, got {epsilon}"
     )))
 }
@@ -62,7 +66,7 @@ pub struct BudgetState {
 /// ledger units print as typed (0.75, not 0.7500000000000001).
 ///
 /// ```
-/// assert_eq!(dpkit_query::ledger::shown_epsilon(0.1 + 0.2), 0.3);
+/// assert_eq!(dpkit_ledger::shown_epsilon(0.1 + 0.2), 0.3);
 /// ```
 pub fn shown_epsilon(value: f64) -> f64 {
     (value * 1e12).round() / 1e12
@@ -86,7 +90,7 @@ impl BudgetState {
 /// account per dataset in its state database.
 ///
 /// ```
-/// use dpkit_query::ledger::Ledger;
+/// use dpkit_ledger::Ledger;
 /// use dpkit_core::accounting::PrivacyLoss;
 /// let path = std::env::temp_dir().join(format!("doc-ledger-{}.sqlite", std::process::id()));
 /// let _ = std::fs::remove_file(&path);
@@ -124,7 +128,7 @@ pub enum Once {
 fn check_totals(total_epsilon: f64, total_delta: f64) -> Result<i64> {
     let total_units = to_units("the total", total_epsilon)?;
     if !(0.0..1.0).contains(&total_delta) {
-        return Err(QueryError::Budget(format!(
+        return Err(LedgerError::Budget(format!(
             "the total δ must lie in [0, 1), got {total_delta}"
         )));
     }
@@ -139,9 +143,9 @@ fn check_totals(total_epsilon: f64, total_delta: f64) -> Result<i64> {
 ///
 /// ```
 /// use std::path::Path;
-/// let path = dpkit_query::ledger::default_path(Path::new("data/adult.toml"), "adult", "alice").unwrap();
+/// let path = dpkit_ledger::default_path(Path::new("data/adult.toml"), "adult", "alice").unwrap();
 /// assert_eq!(path, Path::new("data/adult.alice.ledger.sqlite"));
-/// assert!(dpkit_query::ledger::default_path(Path::new("a.toml"), "adult", "../x").is_err());
+/// assert!(dpkit_ledger::default_path(Path::new("a.toml"), "adult", "../x").is_err());
 /// ```
 pub fn default_path(description_path: &Path, table: &str, analyst: &str) -> Result<PathBuf> {
     if analyst.is_empty()
@@ -149,7 +153,7 @@ pub fn default_path(description_path: &Path, table: &str, analyst: &str) -> Resu
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return Err(QueryError::Budget(
+        return Err(LedgerError::Budget(
             "an analyst's name must be letters, digits, '-' and '_'".into(),
         ));
     }
@@ -181,11 +185,11 @@ impl Ledger {
     }
 
     /// Opens `account` in the ledger at `path`; it must have been granted
-    /// (see [`Ledger::grant`]), else [`QueryError::Budget`].
+    /// (see [`Ledger::grant`]), else [`LedgerError::Budget`].
     pub fn open_account(path: &Path, account: &str) -> Result<Self> {
         let ledger = Self::connect(path, account)?;
         if !ledger.has_other_account(account)? {
-            return Err(QueryError::Budget("no budget has been granted".into()));
+            return Err(LedgerError::Budget("no budget has been granted".into()));
         }
         Ok(ledger)
     }
@@ -239,7 +243,7 @@ impl Ledger {
         })
     }
 
-    fn error(&self, error: rusqlite::Error) -> QueryError {
+    fn error(&self, error: rusqlite::Error) -> LedgerError {
         ledger_error(&self.path, error)
     }
 
@@ -274,7 +278,7 @@ impl Ledger {
     }
 
     /// Commits `cost` to disk if it fits the remaining budget, else refuses
-    /// with [`QueryError::Budget`] and records nothing. A cost whose ε is
+    /// with [`LedgerError::Budget`] and records nothing. A cost whose ε is
     /// above [`MAX_EPSILON`] is refused before the ledger is read.
     pub fn charge(&self, cost: PrivacyLoss, query: &str) -> Result<Charge> {
         let units = to_units("the query's", cost.epsilon())?;
@@ -380,7 +384,7 @@ fn check_fits(totals: &Totals, units: i64, cost: PrivacyLoss) -> Result<()> {
     let remaining = totals.total_units.checked_sub(totals.spent_units);
     let fits = remaining.is_some_and(|remaining| units <= remaining);
     if !fits {
-        return Err(QueryError::Budget(format!(
+        return Err(LedgerError::Budget(format!(
             "the query costs ε = {} but only ε = {} of {} remains",
             cost.epsilon(),
             remaining.map_or(0.0, |r| from_units(r.max(0))),
@@ -389,7 +393,7 @@ fn check_fits(totals: &Totals, units: i64, cost: PrivacyLoss) -> Result<()> {
     }
     let remaining_delta = (totals.total_delta - totals.spent_delta).max(0.0);
     if totals.spent_delta + cost.delta() > totals.total_delta + DELTA_SLACK {
-        return Err(QueryError::Budget(format!(
+        return Err(LedgerError::Budget(format!(
             "the query costs δ = {:e} but only δ = {:e} of {:e} remains",
             cost.delta(),
             remaining_delta,
@@ -399,8 +403,8 @@ fn check_fits(totals: &Totals, units: i64, cost: PrivacyLoss) -> Result<()> {
     Ok(())
 }
 
-fn ledger_error(path: &Path, error: rusqlite::Error) -> QueryError {
-    QueryError::Ledger {
+fn ledger_error(path: &Path, error: rusqlite::Error) -> LedgerError {
+    LedgerError::Storage {
         path: path.display().to_string(),
         reason: error.to_string(),
     }
@@ -436,7 +440,7 @@ mod tests {
         ] {
             let error = Ledger::open(&path, total, 0.0).err();
             assert!(
-                matches!(error, Some(QueryError::Budget(_))),
+                matches!(error, Some(LedgerError::Budget(_))),
                 "total {total}"
             );
             assert!(!path.exists(), "total {total}");
@@ -444,7 +448,7 @@ mod tests {
         for delta in [1.0, -1e-9, f64::NAN] {
             assert!(matches!(
                 Ledger::open(&path, 1.0, delta),
-                Err(QueryError::Budget(_))
+                Err(LedgerError::Budget(_))
             ));
         }
         assert!(Ledger::open(&path, MAX_EPSILON, 0.0).is_ok());
@@ -470,7 +474,7 @@ mod tests {
             for cost in costs {
                 match ledger.charge(pure(cost), "q") {
                     Ok(_) => assert!(cost <= MAX_EPSILON),
-                    Err(QueryError::Budget(message)) => assert!(!message.contains('\n')),
+                    Err(LedgerError::Budget(message)) => assert!(!message.contains('\n')),
                     Err(other) => panic!("ε = {cost}: {other}"),
                 }
                 let state = ledger.state().unwrap();
@@ -496,7 +500,7 @@ mod tests {
         for cost in [1e6, 1e300, MAX_EPSILON * 2.0, 6.5] {
             assert!(matches!(
                 ledger.charge(pure(cost), "refused"),
-                Err(QueryError::Budget(_))
+                Err(LedgerError::Budget(_))
             ));
         }
         let state = ledger.state().unwrap();
@@ -522,7 +526,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             ledger.charge(pure(1.0), "q"),
-            Err(QueryError::Budget(_))
+            Err(LedgerError::Budget(_))
         ));
         std::fs::remove_file(&path).unwrap();
     }
@@ -554,7 +558,7 @@ mod tests {
         ledger.charge(pure(2.0), "c").unwrap();
         assert!(matches!(
             ledger.charge(pure(0.1), "d"),
-            Err(QueryError::Budget(_))
+            Err(LedgerError::Budget(_))
         ));
         drop(ledger);
         assert_eq!(
@@ -573,7 +577,7 @@ mod tests {
         let path = temporary("accounts");
         assert!(matches!(
             Ledger::open_account(&path, "ann/adult"),
-            Err(QueryError::Budget(_))
+            Err(LedgerError::Budget(_))
         ));
         Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
         Ledger::grant(&path, "bob/adult", 1.0, 0.0).unwrap();

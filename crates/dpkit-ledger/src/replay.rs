@@ -13,7 +13,7 @@ use dpkit_core::accounting::PrivacyLoss;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Charge, Ledger, Once, to_units};
-use crate::error::Result;
+use crate::Result;
 
 impl Ledger {
     /// The answer kept for `request`, if it was answered before.
@@ -103,8 +103,8 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::QueryError;
-    use crate::ledger::tests::{pure, temporary};
+    use crate::LedgerError;
+    use crate::tests::{pure, temporary};
 
     #[test]
     fn a_request_is_charged_once_and_its_kept_answer_replayed() {
@@ -184,7 +184,7 @@ mod tests {
         ));
         assert!(matches!(
             ledger.charge_once(pure(0.4), "q", "other"),
-            Err(QueryError::Budget(_))
+            Err(LedgerError::Budget(_))
         ));
         assert_eq!(ledger.state().unwrap().queries, 2);
         std::fs::remove_file(&path).unwrap();

@@ -8,10 +8,10 @@ use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_ledger::{BudgetState, default_path, shown_epsilon};
 use dpkit_query::description::draft_from_csv;
-use dpkit_query::target::TargetError;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
 };
+use dpkit_release::TargetError;
 
 use crate::write_stdout;
 

@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::release::{Cell, plan_noise, release};
 use dpkit_query::{Description, MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_release::{Cell, plan_noise, release};
 
 type Row = HashMap<String, String>;
 
@@ -96,11 +96,11 @@ fn mean_error(
         mechanism: MechanismChoice::Auto,
         confidence: 0.95,
     };
-    let noise = plan_noise(&query, &settings).ok()?;
+    let noise = plan_noise(&query.measured, &settings).ok()?;
     let mut rng = InsecureSeededRng::from_seed_for_testing(2026);
     let (mut total, mut count) = (0.0, 0usize);
     for _ in 0..runs {
-        let answer = release(&query, &noise, &exact, 0.95, &mut rng).ok()?;
+        let answer = release(&query.measured, &noise, &exact, 0.95, &mut rng).ok()?;
         for row in &answer.rows {
             let (Cell::Key(key), Cell::Value { value, .. }) = (&row[0], &row[1]) else {
                 return None;

@@ -27,7 +27,7 @@ use rand_core::CryptoRng;
 
 use crate::engine::QueryEngine;
 use crate::error::{QueryError, Result};
-use crate::release::{Cell, ReleaseSettings, ReleasedTable, plan_noise, release};
+use dpkit_release::{Cell, ReleaseSettings, ReleasedTable, plan_noise, release};
 
 /// The statistic of a query that failed or was refused.
 pub const FAILED: f64 = -1e300;
@@ -82,8 +82,8 @@ fn outputs<R: CryptoRng + ?Sized>(
 ) -> Result<(Vec<f64>, Option<PrivacyLoss>)> {
     let planned = engine
         .plan(audit.sql)
-        .and_then(|query| plan_noise(&query, &audit.settings).map(|noise| (query, noise)));
-    let Ok((query, noise)) = planned else {
+        .and_then(|query| Ok((plan_noise(&query.measured, &audit.settings)?, query)));
+    let Ok((noise, query)) = planned else {
         return Ok((vec![FAILED; audit.samples], None));
     };
     let Ok(exact) = engine.exact(&query) else {
@@ -91,7 +91,13 @@ fn outputs<R: CryptoRng + ?Sized>(
     };
     let mut values = Vec::with_capacity(audit.samples);
     for _ in 0..audit.samples {
-        let answer = release(&query, &noise, &exact, audit.settings.confidence, rng);
+        let answer = release(
+            &query.measured,
+            &noise,
+            &exact,
+            audit.settings.confidence,
+            rng,
+        );
         values.push(answer.as_ref().map_or(FAILED, statistic));
     }
     Ok((values, Some(noise.cost)))

@@ -19,10 +19,12 @@ use rand_core::CryptoRng;
 use crate::backend::Backend;
 use crate::description::{Description, Source};
 use crate::error::{QueryError, Result};
-use crate::plan::{Measurement, PrivateQuery, QuantileRole, plan_private};
-use crate::release::{Cells, ExactGroups, ReleaseSettings, ReleasedTable, plan_noise, release};
-use crate::target::{TargetError, smallest_epsilon};
+use crate::plan::{PrivateQuery, plan_private};
 use dpkit_ledger::{Ledger, Once};
+use dpkit_release::{
+    ExactGroups, Histogram, Measurement, QuantileRole, ReleaseSettings, ReleasedTable, TargetError,
+    plan_noise, release, smallest_epsilon,
+};
 
 /// Stack of the planning thread (reserved, touched only as deep as used).
 const PLANNING_STACK_BYTES: usize = 256 * 1024 * 1024;
@@ -276,7 +278,7 @@ impl QueryEngine {
                 backend.flavour(),
                 (&raw, source),
                 &names,
-                query.count_ceiling,
+                query.measured.count_ceiling,
             )?;
             backend.check(&remote, query.plan.schema().inner())?;
             query.remote = Some(remote);
@@ -356,8 +358,8 @@ impl QueryEngine {
         let mut rows = groups_of(&batch, query)?;
         // A query without GROUP BY has one group, even of no rows; a
         // database that groups by a quantile's cell returns none then.
-        if query.group_names.is_empty() && rows.is_empty() {
-            let measured = query.measurements.len();
+        if query.measured.group_names.is_empty() && rows.is_empty() {
+            let measured = query.measured.measurements.len();
             let zero = GridValue::default();
             rows.push((Vec::new(), vec![zero; measured], vec![Vec::new(); measured]));
         }
@@ -468,11 +470,12 @@ impl QueryEngine {
         rng: &mut R,
     ) -> Result<ReleasedTable> {
         let query = self.plan(sql)?;
-        let noise = plan_noise(&query, settings)?;
+        let noise = plan_noise(&query.measured, settings)?;
         let charge = ledger.charge(noise.cost, sql)?;
-        let outcome = self
-            .exact(&query)
-            .and_then(|exact| release(&query, &noise, &exact, settings.confidence, rng));
+        let outcome = self.exact(&query).and_then(|exact| {
+            release(&query.measured, &noise, &exact, settings.confidence, rng)
+                .map_err(QueryError::from)
+        });
         if matches!(outcome, Err(QueryError::Data(_))) {
             ledger.refund(charge)?;
         }
@@ -496,14 +499,15 @@ impl QueryEngine {
             return replayed(&kept);
         }
         let query = self.plan(sql)?;
-        let noise = plan_noise(&query, settings)?;
+        let noise = plan_noise(&query.measured, settings)?;
         let charge = match ledger.charge_once(noise.cost, sql, request)? {
             Once::Answered(kept) => return replayed(&kept),
             Once::Charged(charge) | Once::Unanswered(charge) => charge,
         };
-        let outcome = self
-            .exact(&query)
-            .and_then(|exact| release(&query, &noise, &exact, settings.confidence, rng));
+        let outcome = self.exact(&query).and_then(|exact| {
+            release(&query.measured, &noise, &exact, settings.confidence, rng)
+                .map_err(QueryError::from)
+        });
         let kept = match &outcome {
             Err(QueryError::Data(_)) => {
                 ledger.refund(charge)?;
@@ -543,15 +547,12 @@ impl QueryEngine {
         settings: &ReleaseSettings,
     ) -> Result<(String, dpkit_core::accounting::PrivacyLoss)> {
         let query = self.plan(sql)?;
-        let noise = plan_noise(&query, settings)?;
-        Ok((
-            crate::explain::explanation(&query, &noise, settings),
-            noise.cost,
-        ))
+        let noise = plan_noise(&query.measured, settings)?;
+        Ok((query.explanation(&noise, settings), noise.cost))
     }
 
     /// The smallest ε at which every aggregate of `sql` has an interval of
-    /// at most `±target.half_width` (see [`crate::target`]), and the
+    /// at most `±target.half_width` (see [`dpkit_release::smallest_epsilon`]), and the
     /// explanation at that ε. Spends nothing.
     pub fn explain_target(
         &self,
@@ -560,15 +561,12 @@ impl QueryEngine {
         target: TargetError,
     ) -> Result<(f64, String)> {
         let query = self.plan(sql)?;
-        let (epsilon, noise) = smallest_epsilon(&query, settings, target)?;
+        let (epsilon, noise) = smallest_epsilon(&query.measured, settings, target)?;
         let settings = ReleaseSettings {
             epsilon,
             ..*settings
         };
-        Ok((
-            epsilon,
-            crate::explain::explanation(&query, &noise, &settings),
-        ))
+        Ok((epsilon, query.explanation(&noise, &settings)))
     }
 }
 
@@ -601,13 +599,13 @@ fn replayed(kept: &str) -> Result<OnceAnswer> {
 }
 
 /// One exact group: its key, its measurements and its per-cell counts.
-type ExactRow = (Vec<String>, Vec<GridValue>, Vec<Cells>);
+type ExactRow = (Vec<String>, Vec<GridValue>, Vec<Histogram>);
 
 /// The groups of one result batch; NULL keys are never released.
 fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>> {
-    let keys_count = query.group_names.len();
-    let mut columns = Vec::with_capacity(query.measurements.len());
-    for (m, measurement) in query.measurements.iter().enumerate() {
+    let keys_count = query.measured.group_names.len();
+    let mut columns = Vec::with_capacity(query.measured.measurements.len());
+    for (m, measurement) in query.measured.measurements.iter().enumerate() {
         let array = batch.column(keys_count + m);
         columns.push(match measurement {
             Measurement::Quantile { role, .. } => match role {
@@ -633,7 +631,7 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
             key.push(array_value_to_string(array, row).map_err(result_error)?);
         }
         let mut values: Vec<GridValue> = Vec::with_capacity(columns.len());
-        let mut histograms: Vec<Cells> = Vec::with_capacity(columns.len());
+        let mut histograms: Vec<Histogram> = Vec::with_capacity(columns.len());
         for column in &columns {
             let (value, counts) = match column {
                 MeasuredColumn::CellsOf(point) => (values[*point], histograms[*point].clone()),
@@ -656,7 +654,9 @@ fn steps(array: &ArrayRef, exponent: i32) -> Result<ArrayRef> {
         }
         #[cfg(feature = "planted-holes")]
         DataType::Float64
-            if crate::planted::is_planted(crate::planted::Hole::FloatingPointSums) =>
+            if dpkit_release::planted::is_planted(
+                dpkit_release::planted::Hole::FloatingPointSums,
+            ) =>
         {
             // The hole's floating-point sum, in steps of its grid.
             let scale = 2f64.powi(-exponent);
@@ -686,7 +686,7 @@ enum MeasuredColumn<'a> {
 
 impl MeasuredColumn<'_> {
     /// Row `row`'s value (NULL sums are 0) and its per-cell counts.
-    fn at(&self, row: usize) -> Result<(GridValue, Cells)> {
+    fn at(&self, row: usize) -> Result<(GridValue, Histogram)> {
         match self {
             Self::Number(array, exponent) => {
                 let array = array.as_primitive_opt::<Decimal128Type>();
@@ -719,14 +719,14 @@ impl MeasuredColumn<'_> {
 /// The non-empty cells among `indices` (the plan clamps each into the
 /// grid; NULLs are skipped) with their counts, and how many were counted:
 /// sorted and run-length coded, so the cost follows the rows.
-fn cells_of(indices: &Int64Array) -> (GridValue, Cells) {
+fn cells_of(indices: &Int64Array) -> (GridValue, Histogram) {
     let mut sorted: Vec<usize> = indices
         .iter()
         .flatten()
         .filter_map(|i| usize::try_from(i).ok())
         .collect();
     sorted.sort_unstable();
-    let mut cells: Cells = Vec::new();
+    let mut cells: Histogram = Vec::new();
     for cell in &sorted {
         match cells.last_mut() {
             Some((last, count)) if last == cell => *count += 1,
@@ -738,7 +738,7 @@ fn cells_of(indices: &Int64Array) -> (GridValue, Cells) {
 
 /// Cells a database counted, as (cell, count) pairs: the non-empty cells
 /// with their counts, in cell order, and how many values they hold.
-fn counted_cells(pairs: &StructArray) -> Result<(GridValue, Cells)> {
+fn counted_cells(pairs: &StructArray) -> Result<(GridValue, Histogram)> {
     let column = |i: usize| {
         pairs
             .column(i)
@@ -747,7 +747,7 @@ fn counted_cells(pairs: &StructArray) -> Result<(GridValue, Cells)> {
             .ok_or_else(|| result_error("cell counts"))
     };
     let (cells, counts) = (column(0)?, column(1)?);
-    let mut pairs: Cells = Vec::with_capacity(cells.len());
+    let mut pairs: Histogram = Vec::with_capacity(cells.len());
     for (cell, count) in cells.iter().zip(counts.iter()) {
         let (Some(cell), Some(count)) = (cell, count) else {
             continue;
@@ -757,8 +757,8 @@ fn counted_cells(pairs: &StructArray) -> Result<(GridValue, Cells)> {
         };
         pairs.push((cell, count));
     }
-    let mut counted: Cells = Vec::new();
-    crate::release::add_counts(&mut counted, &pairs);
+    let mut counted: Histogram = Vec::new();
+    dpkit_release::add_counts(&mut counted, &pairs);
     let total = counted.iter().map(|&(_, count)| i128::from(count)).sum();
     Ok((GridValue::whole(total), counted))
 }

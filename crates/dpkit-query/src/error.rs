@@ -57,5 +57,14 @@ impl From<dpkit_ledger::LedgerError> for QueryError {
     }
 }
 
+impl From<dpkit_release::ReleaseError> for QueryError {
+    fn from(error: dpkit_release::ReleaseError) -> Self {
+        match error {
+            dpkit_release::ReleaseError::NotPrivate(why) => QueryError::NotPrivate(why),
+            dpkit_release::ReleaseError::Mechanism(inner) => QueryError::Mechanism(inner),
+        }
+    }
+}
+
 /// `Result` with [`QueryError`].
 pub type Result<T> = std::result::Result<T, QueryError>;

@@ -25,24 +25,16 @@
 
 pub mod audit;
 pub mod backend;
-mod cells;
 mod clamp;
 mod cut_text;
 pub mod description;
 pub mod engine;
 pub mod error;
 mod exact_sum;
-mod explain;
 mod hints;
 mod matcher;
-mod noise_plan;
-pub mod output;
 pub mod plan;
-#[cfg(feature = "planted-holes")]
-pub mod planted;
-pub mod release;
 mod source;
-pub mod target;
 pub mod total;
 mod total_arithmetic;
 mod total_math;
@@ -50,6 +42,6 @@ mod total_work;
 
 pub use description::Description;
 pub use dpkit_ledger::Ledger;
+pub use dpkit_release::{MechanismChoice, ReleaseSettings, ReleasedTable};
 pub use engine::{OnceAnswer, QueryEngine, RunLimits};
 pub use error::{QueryError, Result};
-pub use release::{MechanismChoice, ReleaseSettings, ReleasedTable};

@@ -136,7 +136,9 @@ pub(crate) async fn register_file(
     let unreadable = |_| data_error(format!("cannot read {path} as {:?}", description.format));
     match description.format {
         #[cfg(feature = "planted-holes")]
-        FileFormat::Csv if crate::planted::is_planted(crate::planted::Hole::InferredTypes) => {
+        FileFormat::Csv
+            if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::InferredTypes) =>
+        {
             let options = CsvReadOptions::new().has_header(true);
             context
                 .register_csv(raw.as_str(), &path, options)
@@ -201,7 +203,7 @@ fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
                 .column(name)
                 .map_or(ColumnKind::Text, |f| f.kind);
             #[cfg(feature = "planted-holes")]
-            if crate::planted::is_planted(crate::planted::Hole::InferredTypes) {
+            if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::InferredTypes) {
                 return column(name).alias(name);
             }
             let typed = try_cast(column(name), declared_type(kind));
@@ -262,7 +264,7 @@ async fn register_view(context: &SessionContext, description: &Description) -> R
     let typed = typed_columns(description, &names);
     let mut view = raw.select(typed).map_err(failed)?;
     #[cfg(feature = "planted-holes")]
-    let capped = !crate::planted::is_planted(crate::planted::Hole::CapAfterFrom);
+    let capped = !dpkit_release::planted::is_planted(dpkit_release::planted::Hole::CapAfterFrom);
     #[cfg(not(feature = "planted-holes"))]
     let capped = true;
     if let (

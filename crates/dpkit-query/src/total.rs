@@ -255,7 +255,7 @@ impl<'a> Totaliser<'a> {
     /// `expr` in total form, with its type.
     pub(crate) fn total(&mut self, expr: &Expr) -> Result<Typed> {
         #[cfg(feature = "planted-holes")]
-        if crate::planted::is_planted(crate::planted::Hole::FailingExpressions) {
+        if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::FailingExpressions) {
             let data_type = expr.get_type(self.schema).map_err(sql_error)?;
             let ty = Ty::of(&data_type).unwrap_or(Ty::Text);
             return Ok(typed(expr.clone(), ty).with_bytes(NUMBER_AS_TEXT_BYTES));
@@ -472,7 +472,9 @@ impl<'a> Totaliser<'a> {
                     case_insensitive,
                 };
                 #[cfg(feature = "planted-holes")]
-                if crate::planted::is_planted(crate::planted::Hole::BacktrackingPatterns) {
+                if dpkit_release::planted::is_planted(
+                    dpkit_release::planted::Hole::BacktrackingPatterns,
+                ) {
                     return Ok(typed(
                         binary_expr(cast_to(left, Ty::Text), op, cast_to(right, Ty::Text)),
                         Ty::Bool,
@@ -537,7 +539,10 @@ impl<'a> Totaliser<'a> {
         // milliseconds more than one no row reaches.
         let plain = like_is_plain(&text) && !like.case_insensitive;
         #[cfg(feature = "planted-holes")]
-        let plain = plain || crate::planted::is_planted(crate::planted::Hole::BacktrackingPatterns);
+        let plain = plain
+            || dpkit_release::planted::is_planted(
+                dpkit_release::planted::Hole::BacktrackingPatterns,
+            );
         if !plain {
             let matcher = compiled(Source::Like {
                 pattern: text,

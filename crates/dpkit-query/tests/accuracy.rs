@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use adult_rows::adult_rows;
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::release::{Cell, ExactGroups, NoisePlan, composite_error, plan_noise, release};
-use dpkit_query::target::{TargetError, smallest_epsilon, widest_half_width};
 use dpkit_query::{QueryEngine, ReleaseSettings};
+use dpkit_release::{Cell, ExactGroups, NoisePlan, composite_error, plan_noise, release};
+use dpkit_release::{TargetError, smallest_epsilon, widest_half_width};
 use fixture::{adult_description, settings, value};
 
 fn engine() -> QueryEngine {
@@ -62,7 +62,7 @@ impl Repeated {
         let engine = engine();
         let query = engine.plan(sql).unwrap();
         let exact = engine.exact(&query).unwrap();
-        let noise = plan_noise(&query, &settings(epsilon, 0.0)).unwrap();
+        let noise = plan_noise(&query.measured, &settings(epsilon, 0.0)).unwrap();
         Self {
             query,
             exact,
@@ -75,7 +75,14 @@ impl Repeated {
         let mut rng = InsecureSeededRng::from_seed_for_testing(seed);
         let mut out: HashMap<String, Vec<(f64, f64, f64)>> = HashMap::new();
         for _ in 0..runs {
-            let answer = release(&self.query, &self.noise, &self.exact, 0.95, &mut rng).unwrap();
+            let answer = release(
+                &self.query.measured,
+                &self.noise,
+                &self.exact,
+                0.95,
+                &mut rng,
+            )
+            .unwrap();
             for row in &answer.rows {
                 let Cell::Key(key) = &row[0] else { panic!() };
                 out.entry(key.clone())
@@ -103,7 +110,8 @@ fn summary(runs: &[(f64, f64, f64)], truth: f64) -> (f64, f64, f64) {
 fn averages_split_epsilon_by_the_square_root_rule_and_meet_their_first_order_error() {
     let sql = "SELECT sex, AVG(age) AS a FROM adult GROUP BY sex";
     let repeated = Repeated::new(sql, 1.0);
-    let [sum, count] = [0, 1].map(|i| &repeated.noise.noises[repeated.query.measurement_of[0][i]]);
+    let [sum, count] =
+        [0, 1].map(|i| &repeated.noise.noises[repeated.query.measured.measurement_of[0][i]]);
     // Weights: 1 for the sum, (90 − 17)/4 for the count (public bounds).
     let weighted = [
         sum.expected_absolute_error,
@@ -135,7 +143,7 @@ fn averages_split_epsilon_by_the_square_root_rule_and_meet_their_first_order_err
         assert!(coverage >= 0.95, "{sex}: {coverage}");
         assert!(ratio < 2.0, "{sex}: intervals {ratio}× the 95% error");
     }
-    let numerator = composite_error(&repeated.query, &repeated.noise, 0);
+    let numerator = composite_error(&repeated.query.measured, &repeated.noise, 0);
     assert!((numerator - weighted.iter().sum::<f64>()).abs() < 1e-9);
 }
 
@@ -229,22 +237,22 @@ fn the_target_error_finds_the_smallest_epsilon_that_meets_it() {
         half_width: 500.0,
         rows: Some(10_000.0),
     };
-    let (epsilon, plan) = smallest_epsilon(&query, &base, target).unwrap();
-    assert!(widest_half_width(&query, &plan, target.rows).unwrap() <= 500.0);
-    let below = plan_noise(&query, &settings(epsilon * 0.995, 0.0)).unwrap();
-    assert!(widest_half_width(&query, &below, target.rows).unwrap() > 500.0);
+    let (epsilon, plan) = smallest_epsilon(&query.measured, &base, target).unwrap();
+    assert!(widest_half_width(&query.measured, &plan, target.rows).unwrap() <= 500.0);
+    let below = plan_noise(&query.measured, &settings(epsilon * 0.995, 0.0)).unwrap();
+    assert!(widest_half_width(&query.measured, &below, target.rows).unwrap() > 500.0);
     // Without a group size the average's interval is unknown: refused.
     let no_rows = TargetError {
         rows: None,
         ..target
     };
-    assert!(smallest_epsilon(&query, &base, no_rows).is_err());
+    assert!(smallest_epsilon(&query.measured, &base, no_rows).is_err());
     // A target nothing reaches (an average over groups of under one row)
     // is refused, not met by spending the cap.
     let unreachable = TargetError {
         rows: Some(0.5),
         ..target
     };
-    let refused = smallest_epsilon(&query, &base, unreachable).unwrap_err();
+    let refused = smallest_epsilon(&query.measured, &base, unreachable).unwrap_err();
     assert!(refused.to_string().contains("no ε up to 1000"), "{refused}");
 }

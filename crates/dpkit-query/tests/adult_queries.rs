@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use adult_rows::adult_rows;
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::release::{Cell, plan_noise, release};
 use dpkit_query::{Description, Ledger, QueryEngine, QueryError};
+use dpkit_release::{Cell, plan_noise, release};
 use fixture::{Fixture, adult_description, settings, value};
 
 fn temporary(name: &str) -> PathBuf {
@@ -95,7 +95,7 @@ fn intervals_cover_the_exact_answer_about_95_percent_of_the_time() {
     let query = engine.plan(sql).unwrap();
     let exact = engine.exact(&query).unwrap();
     let settings = settings(0.2, 0.0);
-    let noise = plan_noise(&query, &settings).unwrap();
+    let noise = plan_noise(&query.measured, &settings).unwrap();
     let truth: HashMap<String, (f64, f64, f64)> = {
         let mut sums: HashMap<String, (f64, f64, f64)> = HashMap::new();
         for row in adult_rows() {
@@ -113,7 +113,7 @@ fn intervals_cover_the_exact_answer_about_95_percent_of_the_time() {
     let mut covered = [0u64; 3];
     let mut total = 0u64;
     for _ in 0..runs {
-        let answer = release(&query, &noise, &exact, 0.95, &mut rng).unwrap();
+        let answer = release(&query.measured, &noise, &exact, 0.95, &mut rng).unwrap();
         for row in &answer.rows {
             let Cell::Key(race) = &row[0] else { panic!() };
             let (n, hours, mean_age) = truth[race];
@@ -208,9 +208,12 @@ fn keys_without_a_public_domain_pass_a_noisy_threshold() {
     assert_eq!((state.spent_epsilon, state.spent_delta), (1.0, 1e-6));
     // The query's COUNT(*) doubles as the threshold's count; without one, the
     // threshold needs a count of its own.
-    assert_eq!(engine.plan(sql).unwrap().measurements.len(), 1);
+    assert_eq!(engine.plan(sql).unwrap().measured.measurements.len(), 1);
     let averages = "SELECT \"native-country\", AVG(age) FROM adult GROUP BY \"native-country\"";
-    assert_eq!(engine.plan(averages).unwrap().measurements.len(), 3);
+    assert_eq!(
+        engine.plan(averages).unwrap().measured.measurements.len(),
+        3
+    );
 }
 
 #[test]

@@ -77,11 +77,7 @@ const SQLITE_ONLY: &[&str] = &[
      AND length(\"native-country\") > 5 AND education ~ '^[A-Z]'",
 ];
 
-type Group = (
-    Vec<String>,
-    Vec<GridValue>,
-    Vec<dpkit_query::release::Cells>,
-);
+type Group = (Vec<String>, Vec<GridValue>, Vec<dpkit_release::Histogram>);
 
 /// The exact groups of `sql`, in key order (engines order groups their own way).
 fn exact(engine: &QueryEngine, sql: &str) -> Vec<Group> {

@@ -99,7 +99,7 @@ fn actual(engine: &QueryEngine, ledger: &Ledger, case: &Case) -> String {
         }
         _ => match engine
             .plan(&case.sql)
-            .and_then(|q| dpkit_query::release::plan_noise(&q, &settings).map(|_| ()))
+            .and_then(|q| Ok(dpkit_release::plan_noise(&q.measured, &settings).map(|_| ())?))
         {
             Ok(()) => Ok("accepted".to_string()),
             Err(e) => Err(e),

@@ -14,9 +14,9 @@ use std::sync::Mutex;
 
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::audit::{QueryAudit, Statistic, audit_query, cell};
-use dpkit_query::planted::{Hole, clear, plant};
-use dpkit_query::release::{Cell, ReleasedTable};
 use dpkit_query::{MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_release::planted::{Hole, clear, plant};
+use dpkit_release::{Cell, ReleasedTable};
 use fixture::Fixture;
 
 /// Planted holes are process-wide: tests in this file take turns.
@@ -399,8 +399,8 @@ fn a_computed_column_borrows_no_fact_and_rounding_is_translation_invariant() {
     let whole = || {
         let query = with.engine.plan(sql).unwrap();
         matches!(
-            query.measurements[0],
-            dpkit_query::plan::Measurement::Sum { integer: true, .. }
+            query.measured.measurements[0],
+            dpkit_release::Measurement::Sum { integer: true, .. }
         )
     };
     assert!(!whole(), "the computed column is not whole-numbered");

@@ -220,7 +220,7 @@ fn twice_the_work_is_refused_at_planning() {
 #[cfg(feature = "planted-holes")]
 #[test]
 fn an_exploding_pattern_is_refused_and_caught_when_backtracking_is_put_back() {
-    use dpkit_query::planted::{Hole, clear, plant};
+    use dpkit_release::planted::{Hole, clear, plant};
     let attack = "SELECT COUNT(*) FROM t WHERE a ~ 'a[ab]{900}[^ab]'";
     // a and b in no pattern a lazy DFA could settle into (a period of
     // two, say, keeps its states few).
@@ -323,7 +323,7 @@ fn a_branch_one_row_reaches_costs_what_one_row_may() {
 #[cfg(feature = "planted-holes")]
 #[test]
 fn a_branch_one_row_reaches_is_caught_when_arrows_ilike_is_put_back() {
-    use dpkit_query::planted::{Hole, clear, plant};
+    use dpkit_release::planted::{Hole, clear, plant};
     let attack = BranchAttack::new("row-cost-planted");
     plant(Hole::BacktrackingPatterns);
     let difference = attack.extra();

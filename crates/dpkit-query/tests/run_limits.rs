@@ -17,7 +17,7 @@ const GROUPS: &str = "SELECT education, occupation, COUNT(*), SUM(\"hours-per-we
 
 /// Groups by key, whatever order the engine gave them in.
 fn sorted(
-    exact: dpkit_query::release::ExactGroups,
+    exact: dpkit_release::ExactGroups,
 ) -> Vec<(Vec<String>, Vec<dpkit_core::lattice::GridValue>)> {
     let mut groups: Vec<_> = exact.keys.into_iter().zip(exact.values).collect();
     groups.sort_by(|a, b| a.0.cmp(&b.0));

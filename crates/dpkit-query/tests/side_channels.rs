@@ -9,8 +9,8 @@
 mod fixture;
 
 use dpkit_core::lattice::GridValue;
-use dpkit_query::release::{Cell, ExactGroups, plan_noise};
 use dpkit_query::{MechanismChoice, QueryError, ReleaseSettings};
+use dpkit_release::{Cell, ExactGroups, plan_noise};
 use fixture::Fixture;
 
 /// Four people; "dan" is the one the attacker targets.
@@ -228,7 +228,7 @@ fn staircase_noise_over_groups_divides_epsilon_by_the_groups_one_person_moves() 
             .engine
             .plan("SELECT name, SUM(score) FROM t GROUP BY name")
             .unwrap();
-        let noise = plan_noise(&grouped, &settings).unwrap();
+        let noise = plan_noise(&grouped.measured, &settings).unwrap();
         let measured = noise.noises[0].epsilon; // ε/2: the sum and the threshold's count
         assert!(
             (noise.noises[0].noise_epsilon - measured * share).abs() < 1e-12,
@@ -236,7 +236,7 @@ fn staircase_noise_over_groups_divides_epsilon_by_the_groups_one_person_moves() 
         );
         assert_eq!(noise.cost.epsilon(), 1.0);
         let single = t.engine.plan("SELECT SUM(score) FROM t").unwrap();
-        let noise = plan_noise(&single, &settings).unwrap();
+        let noise = plan_noise(&single.measured, &settings).unwrap();
         assert_eq!(noise.noises[0].noise_epsilon, 1.0, "one value keeps its ε");
     }
 }
@@ -458,14 +458,15 @@ fn a_key_held_by_one_person_costs_one_noisy_count_in_a_thresholded_median() {
     };
     let words = |f: &Fixture| {
         let query = f.engine.plan(sql).unwrap();
-        let plan = plan_noise(&query, &settings).unwrap();
+        let plan = plan_noise(&query.measured, &settings).unwrap();
         let exact = f.engine.exact(&query).unwrap();
         let cells: usize = exact.histograms.iter().flatten().map(Vec::len).sum();
         let mut rng = Counting(
             dpkit_core::rng::InsecureSeededRng::from_seed_for_testing(9),
             0,
         );
-        let answer = dpkit_query::release::release(&query, &plan, &exact, 0.95, &mut rng).unwrap();
+        let answer =
+            dpkit_release::release(&query.measured, &plan, &exact, 0.95, &mut rng).unwrap();
         assert!(
             answer
                 .rows

@@ -10,7 +10,7 @@ mod fixture;
 
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::QueryError;
-use dpkit_query::release::{plan_noise, release};
+use dpkit_release::{plan_noise, release};
 use fixture::{Fixture, settings};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -293,13 +293,13 @@ fn every_accepted_query_runs_on_every_table() {
                     Err(QueryError::NotPrivate(_) | QueryError::Sql(_)) => return Ok(()),
                     Err(other) => panic!("{sql}: planning failed oddly: {other}"),
                 };
-                let noise = plan_noise(&query, &settings(1.0, 1e-6)).unwrap();
+                let noise = plan_noise(&query.measured, &settings(1.0, 1e-6)).unwrap();
                 let exact = table
                     .engine
                     .exact(&query)
                     .unwrap_or_else(|e| panic!("{sql}: failed while running: {e}"));
                 let mut rng = InsecureSeededRng::from_seed_for_testing(1);
-                release(&query, &noise, &exact, 0.95, &mut rng)
+                release(&query.measured, &noise, &exact, 0.95, &mut rng)
                     .unwrap_or_else(|e| panic!("{sql}: failed while releasing: {e}"));
                 answered.set(answered.get() + 1);
             }

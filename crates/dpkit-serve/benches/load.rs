@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use dpkit_core::rng::SecureRng;
 use dpkit_ledger::Once;
-use dpkit_query::release::{plan_noise, release};
 use dpkit_query::{Description, Ledger, QueryEngine, ReleaseSettings};
+use dpkit_release::{plan_noise, release};
 use fixture::{TestServer, adult_description};
 
 const EPSILON: f64 = 0.001;
@@ -104,12 +104,12 @@ fn stages(folder: &std::path::Path, kind: &str) {
     let mut rng = SecureRng::from_os().unwrap();
     let mut i = 0;
     let query = engine.plan(&sql(kind, 0)).unwrap();
-    let noise = plan_noise(&query, &settings).unwrap();
+    let noise = plan_noise(&query.measured, &settings).unwrap();
     let exact = engine.exact(&query).unwrap();
     let plan = median_ms(200, || {
         i += 1;
         let query = engine.plan(&sql(kind, i)).unwrap();
-        plan_noise(&query, &settings).unwrap();
+        plan_noise(&query.measured, &settings).unwrap();
     });
     let scan = median_ms(200, || {
         engine.exact(&query).unwrap();
@@ -124,7 +124,7 @@ fn stages(folder: &std::path::Path, kind: &str) {
         limited.exact(&query).unwrap();
     });
     let noise_time = median_ms(200, || {
-        release(&query, &noise, &exact, 0.95, &mut rng).unwrap();
+        release(&query.measured, &noise, &exact, 0.95, &mut rng).unwrap();
     });
     let mut charges = Vec::new();
     let charge = median_ms(200, || {

@@ -198,7 +198,7 @@ pub(crate) fn dialect(flavour: Flavour) -> &'static dyn Dialect {
 /// Returns the text that was read back: the text to send.
 pub(crate) fn reads_back(statement: &ast::Statement, flavour: Flavour) -> Result<String> {
     #[cfg(feature = "planted-holes")]
-    if crate::planted::is_planted(crate::planted::Hole::UnreadSql) {
+    if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::UnreadSql) {
         return Ok(statement.to_string());
     }
     let mut written = statement.clone();

@@ -285,7 +285,7 @@ fn summation_bounds(range: Range) -> ((f64, f64), i32) {
 /// The exact sum (or, with the planted hole, DataFusion's floating-point one).
 fn summed(value: Expr, exponent: i32) -> Expr {
     #[cfg(feature = "planted-holes")]
-    if crate::planted::is_planted(crate::planted::Hole::FloatingPointSums) {
+    if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::FloatingPointSums) {
         return datafusion::functions_aggregate::expr_fn::sum(value);
     }
     exact_sum(value, exponent)

@@ -148,7 +148,7 @@ fn key(
 /// (+NaN and −NaN, say) are one key, released once.
 fn deduplicated(mut domain: Vec<String>) -> Vec<String> {
     #[cfg(feature = "planted-holes")]
-    if crate::planted::is_planted(crate::planted::Hole::RepeatedKeys) {
+    if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::RepeatedKeys) {
         return domain;
     }
     let mut seen = std::collections::HashSet::new();

@@ -10,75 +10,16 @@ use datafusion::functions_aggregate::expr_fn::{array_agg, count};
 use datafusion::logical_expr::{Expr, lit, try_cast};
 
 use super::aggregates::{Bounded, Measured};
-use super::{AggregateKind, Measurement, QuantileRole, not_private, unalias};
+use super::{AggregateKind, Grid, Measurement, QuantileRole, not_private, unalias};
 use crate::clamp::clamp_to_bounds;
 use crate::error::Result;
 
-/// The most cells a grid has: ln K enters the rank error, and 2¹⁶ cells
-/// resolve the bounds to 0.0015%.
-const MAX_CELLS: u64 = 1 << 16;
-
-/// A public grid of `cells` equal cells of width `width` from `low`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Grid {
-    /// The lower bound.
-    pub low: f64,
-    /// The upper bound.
-    pub high: f64,
-    /// Each cell's width (a whole number for whole numbers).
-    pub width: f64,
-    /// How many cells.
-    pub cells: usize,
-    /// Whether the values are whole numbers (a cell of width 1 is one value).
-    pub integer: bool,
-}
-
-impl Grid {
-    fn of(low: f64, high: f64, integer: bool) -> Self {
-        let (width, cells) = if integer {
-            let values = (high - low + 1.0).min(u64::MAX as f64) as u64;
-            let width = values.div_ceil(MAX_CELLS).max(1);
-            (width as f64, values.div_ceil(width) as usize)
-        } else {
-            ((high - low) / MAX_CELLS as f64, MAX_CELLS as usize)
-        };
-        Self {
-            low,
-            high,
-            width,
-            cells,
-            integer,
-        }
-    }
-
-    /// The smallest value in `cell`.
-    pub fn lower_edge(&self, cell: usize) -> f64 {
-        (self.low + cell as f64 * self.width).min(self.high)
-    }
-
-    /// The largest value in `cell`.
-    pub fn upper_edge(&self, cell: usize) -> f64 {
-        let next = self.low + (cell + 1) as f64 * self.width;
-        let edge = if self.integer { next - 1.0 } else { next };
-        edge.min(self.high)
-    }
-
-    /// The value released for `cell`: its one value, or its middle.
-    pub fn value(&self, cell: usize) -> f64 {
-        if self.integer && self.width == 1.0 {
-            self.lower_edge(cell)
-        } else {
-            (self.lower_edge(cell) + self.upper_edge(cell)) / 2.0
-        }
-    }
-
-    /// Each value's cell, as an Int64 (NULL stays NULL; NaN is the lowest).
-    fn cell_of(&self, value: Expr) -> Expr {
-        let clamped = clamp_to_bounds(value, self.low, self.high);
-        let scaled = floor((clamped - lit(self.low)) / lit(self.width));
-        let last = (self.cells - 1) as f64;
-        try_cast(clamp_to_bounds(scaled, 0.0, last), DataType::Int64)
-    }
+/// Each value's cell of `grid`, as an Int64 (NULL stays NULL; NaN is the lowest).
+fn cell_of(grid: &Grid, value: Expr) -> Expr {
+    let clamped = clamp_to_bounds(value, grid.low, grid.high);
+    let scaled = floor((clamped - lit(grid.low)) / lit(grid.width));
+    let last = (grid.cells - 1) as f64;
+    try_cast(clamp_to_bounds(scaled, 0.0, last), DataType::Int64)
 }
 
 /// The quantile an aggregate asks for, and its argument: `MEDIAN(x)`, or
@@ -119,10 +60,10 @@ pub(super) fn quantile(
     measured: &mut Measured,
 ) -> (AggregateKind, Vec<usize>) {
     let range = argument.range;
-    let grid = Grid::of(range.low, range.high, range.integer);
+    let grid = Grid::over(range.low, range.high, range.integer);
     // The ends read the point's cell counts (the engine passes them on), so
     // their own columns are a cheap count, not two more lists of every value.
-    let cells = array_agg(grid.cell_of(argument.value));
+    let cells = array_agg(cell_of(&grid, argument.value));
     let mut add = |role, expr| measured.add(Measurement::Quantile { grid, p, role }, expr);
     let mine = vec![
         add(QuantileRole::Point, cells),

@@ -6,8 +6,8 @@
 
 use dpkit_core::lattice::GridValue;
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::release::Cell;
 use dpkit_query::{Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_release::Cell;
 
 /// A table `t` of an integer `v` and a real `w`, both bounded by [0, 90],
 /// whose rows all hold `90` (the table itself is the caller's).

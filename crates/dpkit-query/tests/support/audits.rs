@@ -12,8 +12,8 @@
 
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::audit::{QueryAudit, Statistic, audit_query, cell};
-use dpkit_query::release::ReleasedTable;
 use dpkit_query::{MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_release::ReleasedTable;
 
 use super::databases::Types;
 use super::places::Place;
@@ -163,7 +163,7 @@ pub fn the_cap_holds_where_the_rows_live(place: &Place<'_>) {
 /// With the cap planted after FROM, the auditor sees dan's 30 rows.
 #[cfg(feature = "planted-holes")]
 pub fn a_cap_after_from_is_caught(place: &Place<'_>) {
-    use dpkit_query::planted::{Hole, clear, plant};
+    use dpkit_release::planted::{Hole, clear, plant};
     let first = |t: &ReleasedTable| cell(t, &[], 0);
     plant(Hole::CapAfterFrom);
     let tables = pair(place, "audit_cap_planted", &dans_rows(), CAP_UNIT);

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::release::Cell;
 use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_release::Cell;
 
 /// The bundled Adult description.
 pub fn adult_description() -> Description {

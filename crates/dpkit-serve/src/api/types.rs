@@ -1,8 +1,8 @@
 //! The JSON the API takes and gives.
 
 use dpkit_ledger::{BudgetState, shown_epsilon};
-use dpkit_query::release::Cell;
 use dpkit_query::{MechanismChoice, ReleaseSettings, ReleasedTable};
+use dpkit_release::Cell;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -8,8 +8,8 @@ use dpkit_core::sensitivity::{
     Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
 };
 
-use crate::error::{QueryError, Result};
-use crate::plan::{Grid, KeySelection, Measurement, PrivateQuery, QuantileRole};
+use crate::error::{ReleaseError, Result};
+use crate::measured::{Grid, KeySelection, MeasuredQuery, Measurement, QuantileRole};
 
 /// Which noise to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,7 +33,7 @@ impl MechanismChoice {
     /// or `geometric`.
     ///
     /// ```
-    /// use dpkit_query::MechanismChoice;
+    /// use dpkit_release::MechanismChoice;
     /// assert_eq!(MechanismChoice::from_name("laplace"), Some(MechanismChoice::Laplace));
     /// assert_eq!(MechanismChoice::from_name("noise"), None);
     /// ```
@@ -143,14 +143,14 @@ pub struct NoisePlan {
 /// A mechanism's refusal of measurement `m`, named as `--explain` names
 /// it, so that the analyst knows which column's bounds (or which ε) it
 /// cannot carry.
-fn for_measurement(query: &PrivateQuery, m: usize, error: QueryError) -> QueryError {
-    let QueryError::Mechanism(inner) = error else {
+fn for_measurement(query: &MeasuredQuery, m: usize, error: ReleaseError) -> ReleaseError {
+    let ReleaseError::Mechanism(inner) = error else {
         return error;
     };
     let Some(label) = crate::explain::measurement_label(query, m) else {
-        return QueryError::Mechanism(inner);
+        return ReleaseError::Mechanism(inner);
     };
-    QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
+    ReleaseError::Mechanism(dpkit_core::Error::InvalidParameter {
         name: "noise",
         reason: format!(
             "no mechanism can noise the {label} at this ε ({inner}); \
@@ -163,19 +163,23 @@ fn for_measurement(query: &PrivateQuery, m: usize, error: QueryError) -> QueryEr
 fn checked_epsilon(settings: &ReleaseSettings) -> Result<f64> {
     let epsilon = PrivacyLoss::pure(settings.epsilon)?.epsilon();
     if !(0.0..1.0).contains(&settings.delta) {
-        return Err(QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
-            name: "delta",
-            reason: format!("must lie in [0, 1), got {}", settings.delta),
-        }));
+        return Err(ReleaseError::Mechanism(
+            dpkit_core::Error::InvalidParameter {
+                name: "delta",
+                reason: format!("must lie in [0, 1), got {}", settings.delta),
+            },
+        ));
     }
     if !(settings.confidence > 0.0 && settings.confidence < 1.0) {
-        return Err(QueryError::Mechanism(dpkit_core::Error::InvalidParameter {
-            name: "confidence",
-            reason: format!(
-                "must lie strictly between 0 and 1, got {}",
-                settings.confidence
-            ),
-        }));
+        return Err(ReleaseError::Mechanism(
+            dpkit_core::Error::InvalidParameter {
+                name: "confidence",
+                reason: format!(
+                    "must lie strictly between 0 and 1, got {}",
+                    settings.confidence
+                ),
+            },
+        ));
     }
     Ok(epsilon)
 }
@@ -187,7 +191,7 @@ struct DeltaShares {
     gaussian_count: usize,
 }
 
-fn share_delta(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<DeltaShares> {
+fn share_delta(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<DeltaShares> {
     let thresholding = query.threshold_measurement.is_some();
     let gaussian = settings.mechanism == MechanismChoice::Gaussian;
     if (thresholding || gaussian) && settings.delta <= 0.0 {
@@ -197,7 +201,7 @@ fn share_delta(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<Delta
         } else {
             "the Gaussian mechanism needs δ > 0 (for example --delta 1e-6)"
         };
-        return Err(QueryError::NotPrivate(why.into()));
+        return Err(ReleaseError::NotPrivate(why.into()));
     }
     // The threshold's count is always geometric; every other measurement is
     // Gaussian when asked. δ is shared between the two uses that exist.
@@ -234,7 +238,7 @@ fn candidates(choice: MechanismChoice, values: RowValues) -> Result<Vec<Mechanis
         (M::Auto, _) if integer => vec![M::Geometric, M::Staircase, M::Laplace],
         (M::Auto, _) => vec![M::Staircase, M::Laplace],
         (M::Geometric, _) if !integer => {
-            return Err(QueryError::NotPrivate(
+            return Err(ReleaseError::NotPrivate(
                 "the geometric mechanism releases integers: use it for counts and \
                  sums of whole-number columns with whole-number bounds"
                     .into(),
@@ -297,7 +301,7 @@ struct Unit {
     weights: Vec<f64>,
 }
 
-fn release_units(query: &PrivateQuery) -> Vec<Unit> {
+fn release_units(query: &MeasuredQuery) -> Vec<Unit> {
     let mut units: Vec<Unit> = query
         .aggregates
         .iter()
@@ -320,7 +324,7 @@ fn release_units(query: &PrivateQuery) -> Vec<Unit> {
 
 /// What every measurement's noise is planned with.
 struct Planner<'a> {
-    query: &'a PrivateQuery,
+    query: &'a MeasuredQuery,
     settings: &'a ReleaseSettings,
     delta: DeltaShares,
     spread: Spread,
@@ -380,7 +384,7 @@ impl Planner<'_> {
         match (best, unfit) {
             (Some(best), _) => Ok(PlannedNoise { considered, ..best }),
             (None, Some(error)) => Err(error),
-            (None, None) => Err(QueryError::NotPrivate("no mechanism fits".into())),
+            (None, None) => Err(ReleaseError::NotPrivate("no mechanism fits".into())),
         }
     }
 
@@ -405,7 +409,7 @@ impl Planner<'_> {
         let calibration = calibrate(LossGrowth::Linear, epsilon, &moved, None)?;
         let selection = QuantileSelection::new(calibration.epsilon, calibration.sensitivity)?;
         let half_width = selection.rank_error_bound(grid.cells, alpha).map_err(|_| {
-            QueryError::NotPrivate(
+            ReleaseError::NotPrivate(
                 "a percentile's interval needs a confidence level below 99.99%".into(),
             )
         })?;
@@ -482,7 +486,7 @@ impl Planner<'_> {
 /// error least (sequential composition either way, by dpkit-core's
 /// [`split`]); each measurement's groups are calibrated by
 /// [`dpkit_core::sensitivity::calibrate`].
-pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
+pub fn plan_noise(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<NoisePlan> {
     let epsilon = checked_epsilon(settings)?;
     let alpha = 1.0 - settings.confidence;
     let planner = Planner {
@@ -508,7 +512,7 @@ pub fn plan_noise(query: &PrivateQuery, settings: &ReleaseSettings) -> Result<No
     }
     let noises: Vec<PlannedNoise> = noises.into_iter().flatten().collect();
     if noises.len() != query.measurements.len() {
-        return Err(QueryError::NotPrivate(
+        return Err(ReleaseError::NotPrivate(
             "a measurement belongs to no aggregate".into(),
         ));
     }
@@ -561,7 +565,7 @@ fn planned(
 /// probability ≤ δ/k per key, so ≤ δ over the person's ≤ k keys.
 fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
     let Noise::Additive(AdditiveNoise::Geometric(geometric)) = &planned.noise else {
-        return Err(QueryError::NotPrivate(
+        return Err(ReleaseError::NotPrivate(
             "thresholded keys need the geometric count".into(),
         ));
     };
@@ -574,9 +578,9 @@ fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
 }
 
 /// `Σ wᵢ·E|Zᵢ|` over aggregate `a`'s measurements (weights from
-/// [`crate::plan::AggregateKind::error_weights`]): its expected error to first order,
+/// [`crate::AggregateKind::error_weights`]): its expected error to first order,
 /// times the group's size for an average.
-pub fn composite_error(query: &PrivateQuery, plan: &NoisePlan, a: usize) -> f64 {
+pub fn composite_error(query: &MeasuredQuery, plan: &NoisePlan, a: usize) -> f64 {
     query.aggregates[a]
         .kind
         .error_weights()

@@ -1,9 +1,9 @@
-//! What `--explain` prints: the rewritten plan, each release's mechanism,
+//! What `--explain` prints of the release: each measurement's mechanism,
 //! ε, sensitivity and expected error, how keys are chosen and why each
 //! charge holds.
 
-use crate::plan::{AggregateKind, KeySelection, PrivateQuery};
-use crate::release::{NoisePlan, ReleaseSettings};
+use crate::measured::{AggregateKind, KeySelection, MeasuredQuery};
+use crate::{NoisePlan, ReleaseSettings};
 
 /// What measurement `position` of an aggregate of `kind` measures.
 fn measured(kind: &AggregateKind, position: usize) -> String {
@@ -45,7 +45,7 @@ fn short(x: f64) -> String {
 }
 
 /// What measurement `m` of `query` measures, as `--explain` prints it.
-pub(crate) fn measurement_label(query: &PrivateQuery, m: usize) -> Option<String> {
+pub(crate) fn measurement_label(query: &MeasuredQuery, m: usize) -> Option<String> {
     let (a, position) = query
         .measurement_of
         .iter()
@@ -59,7 +59,7 @@ pub(crate) fn measurement_label(query: &PrivateQuery, m: usize) -> Option<String
 }
 
 /// How a quantile is chosen, and what its interval promises.
-fn quantile_line(query: &PrivateQuery, noise: &NoisePlan, a: usize) -> Option<String> {
+fn quantile_line(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<String> {
     let AggregateKind::Quantile { grid, p, .. } = &query.aggregates[a].kind else {
         return None;
     };
@@ -85,7 +85,7 @@ fn quantile_line(query: &PrivateQuery, noise: &NoisePlan, a: usize) -> Option<St
 
 /// How a composite aggregate is formed from its measurements, its expected
 /// error and its ε split; `None` for a single release.
-fn composite(query: &PrivateQuery, noise: &NoisePlan, a: usize) -> Option<String> {
+fn composite(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<String> {
     let (formula, bounds) = match &query.aggregates[a].kind {
         AggregateKind::Avg { bounds, centre, .. } => {
             (format!("{centre} + noisy sum / noisy count"), *bounds)
@@ -107,7 +107,7 @@ fn composite(query: &PrivateQuery, noise: &NoisePlan, a: usize) -> Option<String
         .map(|&m| format!("{:.4}", noise.noises[m].epsilon))
         .collect();
     let parts = query.measurement_of[a].len();
-    let numerator = crate::release::composite_error(query, noise, a);
+    let numerator = crate::composite_error(query, noise, a);
     let per_root = if matches!(
         query.aggregates[a].kind,
         AggregateKind::Dispersion { dispersion, .. } if dispersion.root
@@ -129,27 +129,11 @@ fn composite(query: &PrivateQuery, noise: &NoisePlan, a: usize) -> Option<String
     ))
 }
 
-pub(crate) fn explanation(
-    query: &PrivateQuery,
-    noise: &NoisePlan,
-    settings: &ReleaseSettings,
-) -> String {
-    let engine = query
-        .remote
-        .as_ref()
-        .map_or("DataFusion", |remote| remote.flavour.name());
-    let mut text = format!(
-        "Rewritten plan ({engine} computes these exact, clamped aggregates; dpkit adds the \
-         noise to its small result):\n"
-    );
-    text.push_str(&format!("{}\n", query.plan.display_indent()));
-    if let Some(remote) = &query.remote {
-        text.push_str(&format!(
-            "\nSQL sent to {} (the plan above; only its aggregates come back):\n{}\n",
-            remote.flavour.name(),
-            remote.sql
-        ));
-    }
+/// `--explain`'s account of the release: each measurement's mechanism, ε,
+/// sensitivity and error, how keys are chosen, the privacy argument and
+/// the total cost. The planner puts what computes the measurements above it.
+pub fn explanation(query: &MeasuredQuery, noise: &NoisePlan, settings: &ReleaseSettings) -> String {
+    let mut text = String::new();
     text.push_str(&format!(
         "\nReleases ({}% intervals):\n",
         settings.confidence * 100.0
@@ -206,7 +190,7 @@ pub(crate) fn explanation(
 
 /// Why each measurement's noise costs what it is charged: dpkit-core's
 /// privacy map for each, with the neighbouring definition it holds for.
-fn privacy_argument(query: &PrivateQuery, noise: &NoisePlan) -> String {
+fn privacy_argument(query: &MeasuredQuery, noise: &NoisePlan) -> String {
     let neighbours = match query.neighbouring {
         dpkit_core::sensitivity::Neighbouring::AddRemove => "one person added or removed",
         dpkit_core::sensitivity::Neighbouring::Replace => {

@@ -11,11 +11,9 @@ use serde::{Deserialize, Serialize};
 use dpkit_core::lattice::GridValue;
 
 use crate::error::Result;
+use crate::measured::{KeySelection, MeasuredQuery, OutputColumn, QuantileRole};
 pub(crate) use crate::noise_plan::Noise;
-pub use crate::noise_plan::{
-    MechanismChoice, NoisePlan, PlannedNoise, ReleaseSettings, composite_error, plan_noise,
-};
-use crate::plan::{KeySelection, OutputColumn, PrivateQuery, QuantileRole};
+use crate::noise_plan::NoisePlan;
 
 /// The exact result of the rewritten plan: keys and one value per measurement.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -29,7 +27,7 @@ pub struct ExactGroups {
     /// `histograms[g][m]`: group g's non-empty cells and their counts for a
     /// quantile's measurement m, by cell (empty for the others). Sparse, so
     /// that a group costs what its rows cost, not what the grid does.
-    pub histograms: Vec<Vec<Cells>>,
+    pub histograms: Vec<Vec<Histogram>>,
 }
 
 impl ExactGroups {
@@ -47,7 +45,7 @@ impl ExactGroups {
     /// add up cell by cell). Parts of a sum add up in whole grid steps, as
     /// the engine's own sums do: nothing is rounded on the way.
     pub fn merged_with_histograms(
-        rows: impl IntoIterator<Item = (Vec<String>, Vec<GridValue>, Vec<Cells>)>,
+        rows: impl IntoIterator<Item = (Vec<String>, Vec<GridValue>, Vec<Histogram>)>,
     ) -> Self {
         let mut merged = Self::default();
         let mut index: HashMap<Vec<String>, usize> = HashMap::new();
@@ -89,10 +87,10 @@ impl ExactGroups {
 }
 
 /// Non-empty cells of a grid and how many values each holds, by cell.
-pub type Cells = Vec<(usize, u64)>;
+pub type Histogram = Vec<(usize, u64)>;
 
 /// Adds `counts` into `total` cell by cell.
-pub(crate) fn add_counts(total: &mut Cells, counts: &[(usize, u64)]) {
+pub fn add_counts(total: &mut Histogram, counts: &[(usize, u64)]) {
     total.extend_from_slice(counts);
     total.sort_unstable_by_key(|&(cell, _)| cell);
     total.dedup_by(|later, kept| {
@@ -192,7 +190,7 @@ fn planted_rounded_total(
 
 /// Adds the noise to `exact`, selects keys and builds the answer.
 pub fn release<R: CryptoRng + ?Sized>(
-    query: &PrivateQuery,
+    query: &MeasuredQuery,
     plan: &NoisePlan,
     exact: &ExactGroups,
     confidence: f64,
@@ -249,7 +247,7 @@ pub fn release<R: CryptoRng + ?Sized>(
         for (_, output) in &query.outputs {
             row.push(match *output {
                 OutputColumn::Group(g) => Cell::Key(key[g].clone()),
-                OutputColumn::Aggregate(a) => crate::cells::aggregate_cell(
+                OutputColumn::Aggregate(a) => crate::post_processing::aggregate_cell(
                     query.count_ceiling,
                     &query.aggregates[a].kind,
                     &query.measurement_of[a],

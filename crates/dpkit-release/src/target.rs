@@ -4,9 +4,9 @@
 //! come from the noise plan's closed forms (and, for averages and spreads,
 //! a group size the analyst states).
 
-use crate::error::{QueryError, Result};
-use crate::plan::{AggregateKind, PrivateQuery};
-use crate::release::{NoisePlan, ReleaseSettings, plan_noise};
+use crate::error::{ReleaseError, Result};
+use crate::measured::{AggregateKind, MeasuredQuery};
+use crate::{NoisePlan, ReleaseSettings, plan_noise};
 
 /// The smallest ε searched, and the largest (the ledger's cap per query).
 const EPSILON_RANGE: (f64, f64) = (1e-4, 1000.0);
@@ -29,13 +29,17 @@ pub struct TargetError {
 /// with `r` the largest distance from the centre to a bound. For a
 /// variance, `(h₂ + 2r·h₁ + r²·h_n)/(n − h_n − 1)` in the same way, and
 /// a standard deviation moves by at most the root of that.
-pub fn widest_half_width(query: &PrivateQuery, plan: &NoisePlan, rows: Option<f64>) -> Result<f64> {
+pub fn widest_half_width(
+    query: &MeasuredQuery,
+    plan: &NoisePlan,
+    rows: Option<f64>,
+) -> Result<f64> {
     let mut widest: f64 = 0.0;
     for (a, aggregate) in query.aggregates.iter().enumerate() {
         let h = |i: usize| plan.noises[query.measurement_of[a][i]].half_width;
         let need_rows = || {
             rows.ok_or_else(|| {
-                QueryError::NotPrivate(format!(
+                ReleaseError::NotPrivate(format!(
                     "the interval of '{}' shrinks with its group: give the fewest rows a group \
                      has (--target-rows)",
                     aggregate.name
@@ -69,7 +73,7 @@ pub fn widest_half_width(query: &PrivateQuery, plan: &NoisePlan, rows: Option<f6
                 }
             }
             AggregateKind::Quantile { .. } => {
-                return Err(QueryError::NotPrivate(format!(
+                return Err(ReleaseError::NotPrivate(format!(
                     "--target-error does not apply to '{}': a percentile's error is in ranks",
                     aggregate.name
                 )));
@@ -97,12 +101,12 @@ fn ratio(numerator: f64, denominator: f64) -> f64 {
 /// aggregate's half-width is at most the target, and the noise plan at it.
 /// Half-widths shrink as ε grows, so a bisection on `log ε` finds it.
 pub fn smallest_epsilon(
-    query: &PrivateQuery,
+    query: &MeasuredQuery,
     settings: &ReleaseSettings,
     target: TargetError,
 ) -> Result<(f64, NoisePlan)> {
     if !(target.half_width > 0.0 && target.half_width.is_finite()) {
-        return Err(QueryError::NotPrivate(
+        return Err(ReleaseError::NotPrivate(
             "the target error must be a positive number".into(),
         ));
     }
@@ -115,7 +119,7 @@ pub fn smallest_epsilon(
                 ..*settings
             },
         ) {
-            Err(QueryError::Mechanism(_)) => return Ok(None),
+            Err(ReleaseError::Mechanism(_)) => return Ok(None),
             other => other?,
         };
         let widest = widest_half_width(query, &plan, target.rows)?;
@@ -123,7 +127,7 @@ pub fn smallest_epsilon(
     };
     let (mut low, mut high) = EPSILON_RANGE;
     if meets(high)?.is_none() {
-        return Err(QueryError::NotPrivate(format!(
+        return Err(ReleaseError::NotPrivate(format!(
             "no ε up to {high} makes every interval ±{} or narrower",
             target.half_width
         )));
@@ -144,7 +148,7 @@ pub fn smallest_epsilon(
     }
     let epsilon = round_up(high);
     let plan = meets(epsilon)?.ok_or_else(|| {
-        QueryError::NotPrivate("the target error is not met at the ε found".into())
+        ReleaseError::NotPrivate("the target error is not met at the ε found".into())
     })?;
     Ok((epsilon, plan))
 }

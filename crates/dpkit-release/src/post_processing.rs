@@ -1,8 +1,8 @@
 //! Post-processing: each aggregate's answer, interval and expected error
 //! from its noisy measurements. Nothing here sees the data.
 
-use crate::plan::{AggregateKind, Dispersion};
-use crate::release::{Cell, NoisePlan};
+use crate::measured::{AggregateKind, Dispersion};
+use crate::{Cell, NoisePlan};
 
 /// Post-processing of one aggregate: counts become non-negative integers,
 /// averages a clamped ratio of a noisy sum and a noisy count.

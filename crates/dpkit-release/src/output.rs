@@ -1,6 +1,6 @@
 //! The answer as an aligned table or CSV (JSON comes from serde).
 
-use crate::release::{Cell, ReleasedTable};
+use crate::{Cell, ReleasedTable};
 
 /// Six significant digits, enough for a noisy statistic.
 fn number(value: f64) -> String {
@@ -50,7 +50,7 @@ impl ReleasedTable {
     /// An aligned text table; each released value is followed by `± half-width`.
     ///
     /// ```
-    /// use dpkit_query::release::{Cell, ReleasedTable};
+    /// use dpkit_release::{Cell, ReleasedTable};
     /// let table = ReleasedTable {
     ///     columns: vec!["sex".into(), "n".into()],
     ///     rows: vec![vec![Cell::Key("Female".into()), Cell::Value { value: 10771.0, low: 10767.0, high: 10775.0, expected_error: Some(1.5) }]],

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_ledger::{BudgetState, default_path, shown_epsilon};
-use dpkit_query::description::draft_from_csv;
+use dpkit_query::draft::draft_from_csv;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
 };

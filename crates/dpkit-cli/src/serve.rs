@@ -207,14 +207,10 @@ fn dataset(config: &Config, name: &str) -> Result<Description> {
 /// the analyst has them already, or else the description's `[budget]`.
 fn set_budget(config: &Config, args: &GrantArgs, description: &Description) -> Result<()> {
     let account = account(&args.name, &args.dataset);
-    let current = if Ledger::has_account(&config.state_path(), &account)? {
-        let state = Ledger::open_account(&config.state_path(), &account)?.state()?;
-        Some((state.total_epsilon, state.total_delta))
-    } else {
-        None
+    let (epsilon, delta) = match Ledger::account_state(&config.state_path(), &account)? {
+        Some(state) => (state.total_epsilon, state.total_delta),
+        None => (description.budget_epsilon, description.budget_delta),
     };
-    let (epsilon, delta) =
-        current.unwrap_or((description.budget_epsilon, description.budget_delta));
     let epsilon = args.epsilon.unwrap_or(epsilon);
     let delta = args.delta.unwrap_or(delta);
     Ok(grant(
@@ -239,8 +235,7 @@ fn list(config: &Config, analysts: &Analysts) -> Result<()> {
         for entry in &config.datasets {
             let table = Description::load(&entry.description)?.table;
             let account = account(&row.name, &table);
-            if Ledger::has_account(&config.state_path(), &account)? {
-                let state = Ledger::open_account(&config.state_path(), &account)?.state()?;
+            if let Some(state) = Ledger::account_state(&config.state_path(), &account)? {
                 text.push_str(&format!(
                     "  {table}: spent ε = {} of {}, δ = {:e} of {:e}, {} queries\n",
                     dpkit_ledger::shown_epsilon(state.spent_epsilon),

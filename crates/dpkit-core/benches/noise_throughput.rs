@@ -6,7 +6,7 @@
 //! `cargo bench -p dpkit-core --bench noise_throughput` prints a table;
 //! `-- --quick` runs fewer values; `-- --tsv` prints tab-separated rows for
 //! `docs/bench/samplers.py`, which times numpy in the same run and prints
-//! the ratios the README shows.
+//! the ratios the book shows (docs/book/src/speed/noise.md).
 
 #[path = "../tests/support/naive_laplace.rs"]
 mod naive_laplace;

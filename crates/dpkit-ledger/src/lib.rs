@@ -215,6 +215,16 @@ impl Ledger {
         Self::connect(path, account)?.has_other_account(account)
     }
 
+    /// The budget of `account` in the ledger at `path`, if it has been
+    /// granted one.
+    pub fn account_state(path: &Path, account: &str) -> Result<Option<BudgetState>> {
+        let ledger = Self::connect(path, account)?;
+        if !ledger.has_other_account(account)? {
+            return Ok(None);
+        }
+        ledger.state().map(Some)
+    }
+
     /// Opens the ledger at `path` (creating its tables) without choosing an
     /// account: for [`Ledger::has_other_account`]; it can charge nothing.
     pub fn reader(path: &Path) -> Result<Self> {

@@ -1,7 +1,7 @@
-//! The accuracy table in the README: mean |error| of typical Adult queries
-//! at ε = 1, each aggregate alone in its query (so it gets the whole ε),
-//! against the exact answers computed here from the CSV, with the
-//! theoretical floor where one is known.
+//! The accuracy table in the book (docs/book/src/query/releases.md): mean
+//! |error| of typical Adult queries at ε = 1, each aggregate alone in its
+//! query (so it gets the whole ε), against the exact answers computed here
+//! from the CSV, with the theoretical floor where one is known.
 //!
 //! ```sh
 //! cargo run -q -p dpkit-query --example accuracy_table -- [runs]
@@ -89,7 +89,7 @@ fn mean_error(
     runs: usize,
 ) -> Option<f64> {
     let query = engine.plan(sql).ok()?;
-    let exact = engine.exact(&query).ok()?;
+    let exact = dpkit_query::internals::exact(engine, &query).ok()?;
     let settings = ReleaseSettings {
         epsilon: 1.0,
         delta: 0.0,

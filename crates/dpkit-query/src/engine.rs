@@ -20,10 +20,10 @@ use crate::backend::Backend;
 use crate::description::{Description, Source};
 use crate::error::{QueryError, Result};
 use crate::plan::{PrivateQuery, plan_private};
-use dpkit_ledger::{Ledger, Once};
+use dpkit_ledger::{Charge, Ledger, Once};
 use dpkit_release::{
-    ExactGroups, Histogram, Measurement, QuantileRole, ReleaseSettings, ReleasedTable, TargetError,
-    plan_noise, release, smallest_epsilon,
+    ExactGroups, Histogram, Measurement, NoisePlan, QuantileRole, ReleaseSettings, ReleasedTable,
+    TargetError, plan_noise, release, smallest_epsilon,
 };
 
 /// Stack of the planning thread (reserved, touched only as deep as used).
@@ -88,7 +88,7 @@ const TIMED_OUT: &str = "dpkit: the run's time limit";
 fn execution_error(error: DataFusionError) -> QueryError {
     match error.find_root() {
         DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => {
-            QueryError::Data("the data file could not be read (an I/O failure)".into())
+            QueryError::Unreadable("the data file could not be read (an I/O failure)".into())
         }
         DataFusionError::ResourcesExhausted(reason) if reason == TIMED_OUT => {
             QueryError::FailedWhileRunning("it ran longer than the time limit".into())
@@ -119,11 +119,11 @@ impl QueryEngine {
         let context = session();
         let path = description.file.to_string_lossy().into_owned();
         if !description.file.is_file() {
-            return Err(QueryError::Data(format!(
+            return Err(QueryError::Unreadable(format!(
                 "cannot read {path}: no such file"
             )));
         }
-        let view = runtime.block_on(crate::source::register_file(&context, &description))?;
+        let view = runtime.block_on(crate::private_table::register_file(&context, &description))?;
         let source_file = Some(description.file.clone());
         Ok(Self {
             description,
@@ -150,11 +150,11 @@ impl QueryEngine {
             crate::backend::declared_columns(&description, &found, backend.flavour().name())?;
         let fields: Vec<Field> = columns
             .iter()
-            .map(|(name, kind)| Field::new(name, crate::source::declared_type(*kind), true))
+            .map(|(name, kind)| Field::new(name, crate::private_table::declared_type(*kind), true))
             .collect();
         let empty =
             datafusion::datasource::MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])
-                .map_err(|e| QueryError::Data(format!("cannot plan over the table: {e}")))?;
+                .map_err(|e| QueryError::Unreadable(format!("cannot plan over the table: {e}")))?;
         let source = backend.source(&columns, &found);
         let mut engine = Self::with_table(description, Arc::new(empty))?;
         engine.database = Some(Database {
@@ -169,7 +169,7 @@ impl QueryEngine {
     pub fn with_table(description: Description, provider: Arc<dyn TableProvider>) -> Result<Self> {
         let runtime = runtime()?;
         let context = session();
-        let view = runtime.block_on(crate::source::register_provider(
+        let view = runtime.block_on(crate::private_table::register_provider(
             &context,
             &description,
             provider,
@@ -195,12 +195,12 @@ impl QueryEngine {
         if on_disk.database.is_some() {
             return Ok(on_disk);
         }
-        let (schema, table) = on_disk.block_on(crate::source::typed_table(
+        let (schema, table) = on_disk.block_on(crate::private_table::typed_table(
             &on_disk.context,
             &on_disk.description,
         ))?;
         let provider = datafusion::datasource::MemTable::try_new(schema, vec![table])
-            .map_err(|e| QueryError::Data(format!("cannot hold the table in memory: {e}")))?;
+            .map_err(|e| QueryError::Unreadable(format!("cannot hold the table in memory: {e}")))?;
         Self::with_table(on_disk.description.clone(), Arc::new(provider))
     }
 
@@ -215,8 +215,9 @@ impl QueryEngine {
         &self.description
     }
 
-    /// The DataFusion session (for running non-private comparisons in benchmarks).
-    pub fn session(&self) -> &SessionContext {
+    /// The DataFusion session over the private table: for running
+    /// non-private comparisons in benchmarks, through `internals`.
+    pub(crate) fn session(&self) -> &SessionContext {
         &self.context
     }
 
@@ -227,7 +228,7 @@ impl QueryEngine {
 
     /// Plans `sql` privately: checks it and rewrites its plan. Spends nothing.
     pub fn plan(&self, sql: &str) -> Result<PrivateQuery> {
-        crate::total::check_size(sql)?;
+        dpkit_total::check_size(sql)?;
         crate::backend::no_own_names(sql)?;
         // DataFusion's planner recurses once per expression level; a
         // thread with a generous stack keeps every query within the size
@@ -237,7 +238,7 @@ impl QueryEngine {
                 .name("dpkit-plan".into())
                 .stack_size(PLANNING_STACK_BYTES)
                 .spawn_scoped(scope, || self.plan_here(sql))
-                .map_err(|e| QueryError::Data(format!("cannot start the planner: {e}")))?
+                .map_err(|e| QueryError::Unreadable(format!("cannot start the planner: {e}")))?
                 .join()
                 .unwrap_or_else(|_| Err(QueryError::Sql("the planner failed".into())))
         })
@@ -270,7 +271,7 @@ impl QueryEngine {
                     backend.flavour().name()
                 )));
             }
-            let raw = crate::source::raw_table_name(&self.description.table);
+            let raw = crate::private_table::raw_table_name(&self.description.table);
             let names = columns.iter().map(|(name, _)| name.as_str());
             let names: Vec<&str> = names.chain([self.description.table.as_str()]).collect();
             let remote = crate::backend::sql::remote_plan(
@@ -366,8 +367,9 @@ impl QueryEngine {
         Ok(ExactGroups::merged_with_histograms(rows))
     }
 
-    /// Runs the rewritten plan: the exact, clamped, per-group measurements.
-    pub fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
+    /// Runs the rewritten plan: the exact, clamped, per-group measurements,
+    /// uncharged (the ledger is [`QueryEngine::answer`]'s).
+    pub(crate) fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
         if let Some(Database { backend, .. }) = &self.database {
             // As in the engine below: a panic is a failure, kept charged.
             let run = std::panic::AssertUnwindSafe(|| self.exact_in_database(&**backend, query));
@@ -380,7 +382,7 @@ impl QueryEngine {
         if let Some(file) = &self.source_file
             && !file.is_file()
         {
-            return Err(QueryError::Data(format!(
+            return Err(QueryError::Unreadable(format!(
                 "cannot read {}: no such file",
                 file.display()
             )));
@@ -449,7 +451,7 @@ impl QueryEngine {
         let environment = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
             .with_memory_pool(pool)
             .build_arc()
-            .map_err(|e| QueryError::Data(format!("cannot limit the run's memory: {e}")))?;
+            .map_err(|e| QueryError::Unreadable(format!("cannot limit the run's memory: {e}")))?;
         let state =
             datafusion::execution::SessionStateBuilder::new_from_existing(self.context.state())
                 .with_runtime_env(environment)
@@ -472,11 +474,27 @@ impl QueryEngine {
         let query = self.plan(sql)?;
         let noise = plan_noise(&query.measured, settings)?;
         let charge = ledger.charge(noise.cost, sql)?;
-        let outcome = self.exact(&query).and_then(|exact| {
-            release(&query.measured, &noise, &exact, settings.confidence, rng)
-                .map_err(QueryError::from)
-        });
-        if matches!(outcome, Err(QueryError::Data(_))) {
+        self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng)
+    }
+
+    /// Runs `query` under its committed `charge` and releases the answer:
+    /// the one place a refund is decided. A failure that may depend on the
+    /// data keeps its cost, or failing would reveal one row for free; only
+    /// [`QueryError::Unreadable`] (an I/O failure, a server unreachable
+    /// before the statement is sent) is refunded, since whether it happens
+    /// depends on no one's data.
+    fn run_charged<R: CryptoRng + ?Sized>(
+        &self,
+        query: &PrivateQuery,
+        noise: &NoisePlan,
+        confidence: f64,
+        (ledger, charge): (&Ledger, Charge),
+        rng: &mut R,
+    ) -> Result<ReleasedTable> {
+        let outcome = self
+            .exact(query)
+            .and_then(|exact| Ok(release(&query.measured, noise, &exact, confidence, rng)?));
+        if matches!(outcome, Err(QueryError::Unreadable(_))) {
             ledger.refund(charge)?;
         }
         outcome
@@ -504,13 +522,10 @@ impl QueryEngine {
             Once::Answered(kept) => return replayed(&kept),
             Once::Charged(charge) | Once::Unanswered(charge) => charge,
         };
-        let outcome = self.exact(&query).and_then(|exact| {
-            release(&query.measured, &noise, &exact, settings.confidence, rng)
-                .map_err(QueryError::from)
-        });
+        let outcome = self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng);
         let kept = match &outcome {
-            Err(QueryError::Data(_)) => {
-                ledger.refund(charge)?;
+            // Refunded: nothing to keep.
+            Err(QueryError::Unreadable(_)) => {
                 return outcome.map(|table| OnceAnswer {
                     table,
                     replay: false,
@@ -653,11 +668,7 @@ fn steps(array: &ArrayRef, exponent: i32) -> Result<ArrayRef> {
             cast(array, &crate::exact_sum::STEPS_TYPE).map_err(result_error)
         }
         #[cfg(feature = "planted-holes")]
-        DataType::Float64
-            if dpkit_release::planted::is_planted(
-                dpkit_release::planted::Hole::FloatingPointSums,
-            ) =>
-        {
+        DataType::Float64 if dpkit_planted::is_planted(dpkit_planted::Hole::FloatingPointSums) => {
             // The hole's floating-point sum, in steps of its grid.
             let scale = 2f64.powi(-exponent);
             let sums = array.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
@@ -767,7 +778,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| QueryError::Data(format!("cannot start the query runtime: {e}")))
+        .map_err(|e| QueryError::Unreadable(format!("cannot start the query runtime: {e}")))
 }
 
 fn session() -> SessionContext {

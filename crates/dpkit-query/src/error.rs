@@ -26,10 +26,12 @@ pub enum QueryError {
         /// What failed.
         reason: String,
     },
-    /// The data file could not be read (before or while running, for a
-    /// reason outside the data's contents, such as an I/O failure).
+    /// The data could not be read, for a reason outside its contents: an
+    /// I/O failure, or a database that could not be reached before the
+    /// statement was sent. The one failure whose charge is refunded (see
+    /// `QueryEngine::answer`): whether it happens depends on no one's data.
     #[error("data file: {0}")]
-    Data(String),
+    Unreadable(String),
     /// The query failed while running, for a reason that may depend on the
     /// private data (a value that does not parse, a division by zero in a
     /// filter): its cost is kept, since a refund would let failures reveal
@@ -62,6 +64,15 @@ impl From<dpkit_release::ReleaseError> for QueryError {
         match error {
             dpkit_release::ReleaseError::NotPrivate(why) => QueryError::NotPrivate(why),
             dpkit_release::ReleaseError::Mechanism(inner) => QueryError::Mechanism(inner),
+        }
+    }
+}
+
+impl From<dpkit_total::TotalError> for QueryError {
+    fn from(error: dpkit_total::TotalError) -> Self {
+        match error {
+            dpkit_total::TotalError::Sql(why) => QueryError::Sql(why),
+            dpkit_total::TotalError::NotPrivate(why) => QueryError::NotPrivate(why),
         }
     }
 }

@@ -45,8 +45,7 @@ const RESOLUTION_BITS: i32 = 30;
 /// to 9.2·10^21 with an interval of ±3.5·10^13.
 pub(crate) fn summation_grid(magnitude: f64, integer: bool) -> i32 {
     #[cfg(feature = "planted-holes")]
-    let integer =
-        integer && !dpkit_release::planted::is_planted(dpkit_release::planted::Hole::RoundedTotals);
+    let integer = integer && !dpkit_planted::is_planted(dpkit_planted::Hole::RoundedTotals);
     let binade = if magnitude > 0.0 && magnitude.is_finite() {
         magnitude.log2().floor() as i32
     } else {

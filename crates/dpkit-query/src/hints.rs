@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::description::{ColumnFacts, Description};
+use crate::description::{ColumnFacts, Description, is_identifier};
 
 /// `message` (a shortened planning error) with a hint added when it names
 /// an unknown column or table and the description suggests what was meant:
@@ -66,11 +66,9 @@ fn column_hint(name: &str, columns: &BTreeMap<String, ColumnFacts>) -> Option<St
 /// `name` as SQL must write it: bare if lowercase letters, digits and
 /// underscores, else in double quotes.
 fn quoted(name: &str) -> String {
-    let bare = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if bare && !name.is_empty() {
+    // SQL folds a bare name to lower case, so capitals need quotes too.
+    let bare = is_identifier(name) && !name.chars().any(|c| c.is_ascii_uppercase());
+    if bare {
         name.to_string()
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))

@@ -6,9 +6,12 @@
 //! and plans the query; dpkit checks the plan and rewrites it to compute only
 //! clamped, contribution-bounded exact aggregates (counts, sums and sums of
 //! squares per group, and the histograms behind medians and percentiles)
-//! with built-in functions. It then adds noise in Rust to that small
-//! result, chooses which group keys to release, attaches confidence
-//! intervals and charges a budget ledger that survives restarts.
+//! with built-in functions and total expressions (`dpkit-total`), on the
+//! embedded engine or on the database the table lives in (SQLite,
+//! PostgreSQL, Spark). The privacy step (`dpkit-release`) then adds noise
+//! in Rust to that small result, chooses which group keys to release and
+//! attaches confidence intervals, and the cost is charged to a budget
+//! ledger that survives restarts (`dpkit-ledger`) before anything runs.
 //!
 //! ```no_run
 //! use dpkit_query::{Description, Ledger, QueryEngine, ReleaseSettings};
@@ -24,24 +27,42 @@
 //! ```
 
 pub mod audit;
-pub mod backend;
+mod backend;
 mod clamp;
 mod cut_text;
 pub mod description;
+pub mod draft;
 pub mod engine;
 pub mod error;
 mod exact_sum;
 mod hints;
-mod matcher;
 pub mod plan;
-mod source;
-pub mod total;
-mod total_arithmetic;
-mod total_math;
-mod total_work;
+mod private_table;
 
+pub use backend::{Flavour, RemotePlan};
 pub use description::Description;
 pub use dpkit_ledger::Ledger;
 pub use dpkit_release::{MechanismChoice, ReleaseSettings, ReleasedTable};
 pub use engine::{OnceAnswer, QueryEngine, RunLimits};
 pub use error::{QueryError, Result};
+
+/// Hooks for dpkit's own tests and benchmarks, not part of the API: each
+/// reaches the private table around the ledger.
+#[doc(hidden)]
+pub mod internals {
+    use datafusion::prelude::SessionContext;
+    use dpkit_release::ExactGroups;
+
+    use crate::plan::PrivateQuery;
+    use crate::{QueryEngine, Result};
+
+    /// The exact, uncharged measurements of `query`.
+    pub fn exact(engine: &QueryEngine, query: &PrivateQuery) -> Result<ExactGroups> {
+        engine.exact(query)
+    }
+
+    /// The DataFusion session over the private table.
+    pub fn session(engine: &QueryEngine) -> &SessionContext {
+        engine.session()
+    }
+}

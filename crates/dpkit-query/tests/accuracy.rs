@@ -61,7 +61,7 @@ impl Repeated {
     fn new(sql: &str, epsilon: f64) -> Self {
         let engine = engine();
         let query = engine.plan(sql).unwrap();
-        let exact = engine.exact(&query).unwrap();
+        let exact = dpkit_query::internals::exact(&engine, &query).unwrap();
         let noise = plan_noise(&query.measured, &settings(epsilon, 0.0)).unwrap();
         Self {
             query,

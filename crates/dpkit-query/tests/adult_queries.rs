@@ -93,7 +93,7 @@ fn intervals_cover_the_exact_answer_about_95_percent_of_the_time() {
     let sql = "SELECT race, COUNT(*) AS n, SUM(\"hours-per-week\") AS hours, AVG(age) AS mean_age \
                FROM adult GROUP BY race";
     let query = engine.plan(sql).unwrap();
-    let exact = engine.exact(&query).unwrap();
+    let exact = dpkit_query::internals::exact(&engine, &query).unwrap();
     let settings = settings(0.2, 0.0);
     let noise = plan_noise(&query.measured, &settings).unwrap();
     let truth: HashMap<String, (f64, f64, f64)> = {
@@ -324,7 +324,7 @@ fn a_query_whose_file_cannot_be_read_is_refunded() {
     let error = fixture
         .answer("SELECT COUNT(*) FROM t", 0.5, 10)
         .unwrap_err();
-    assert!(matches!(error, QueryError::Data(_)), "{error:?}");
+    assert!(matches!(error, QueryError::Unreadable(_)), "{error:?}");
     let state = fixture.ledger.state().unwrap();
     assert_eq!(
         (state.spent_epsilon, state.queries),
@@ -377,7 +377,7 @@ fn an_id_privacy_unit_bounds_each_persons_rows() {
 #[test]
 fn a_drafted_description_parses_and_names_every_column() {
     let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.data.csv");
-    let draft = dpkit_query::description::draft_from_csv(&csv, "adult").unwrap();
+    let draft = dpkit_query::draft::draft_from_csv(&csv, "adult").unwrap();
     let description = Description::from_toml(&draft, csv.parent().unwrap()).unwrap();
     assert_eq!(description.columns.len(), 15);
     assert!(

@@ -82,9 +82,8 @@ type Group = (Vec<String>, Vec<GridValue>, Vec<dpkit_release::Histogram>);
 /// The exact groups of `sql`, in key order (engines order groups their own way).
 fn exact(engine: &QueryEngine, sql: &str) -> Vec<Group> {
     let query = engine.plan(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let groups = engine
-        .exact(&query)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let groups =
+        dpkit_query::internals::exact(engine, &query).unwrap_or_else(|e| panic!("{sql}: {e}"));
     let mut rows: Vec<Group> = groups
         .keys
         .into_iter()
@@ -905,7 +904,7 @@ fn charged_when_the_server_goes_away(engine: &QueryEngine, stop: impl FnOnce()) 
     let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
     let refused = answer(engine, &ledger, sql);
     assert!(
-        matches!(&refused, Err(QueryError::Data(m)) if m.contains("I/O failure")),
+        matches!(&refused, Err(QueryError::Unreadable(m)) if m.contains("I/O failure")),
         "{refused:?}"
     );
     let spent = ledger.state().unwrap().spent_epsilon;
@@ -937,7 +936,7 @@ fn a_sqlite_file_that_is_not_there_is_one_clear_line() {
         "sqlite = \"none.sqlite\"",
         &folder("missing"),
     ));
-    assert!(matches!(missing, Err(QueryError::Data(m)) if m.contains("no such file")));
+    assert!(matches!(missing, Err(QueryError::Unreadable(m)) if m.contains("no such file")));
 }
 
 #[test]
@@ -961,7 +960,7 @@ fn bad_connections_are_one_line_that_never_shows_the_password() {
         &format!("postgres = \"host=127.0.0.1 port={port} user=u password=hunter2 dbname=d\""),
         &folder("bad-connection"),
     ));
-    let Err(QueryError::Data(message)) = refused else {
+    let Err(QueryError::Unreadable(message)) = refused else {
         panic!("expected an I/O error");
     };
     assert!(
@@ -979,7 +978,7 @@ fn bad_connections_are_one_line_that_never_shows_the_password() {
         panic!("expected a description error for a Spark address without sc://");
     };
     assert!(message.contains("sc://host:port"), "{message}");
-    let Err(QueryError::Data(message)) = spark(format!("sc://127.0.0.1:{port}")) else {
+    let Err(QueryError::Unreadable(message)) = spark(format!("sc://127.0.0.1:{port}")) else {
         panic!("expected an I/O error for a Spark server that is not there");
     };
     assert!(!message.contains('\n'), "{message}");

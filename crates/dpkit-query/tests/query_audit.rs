@@ -13,9 +13,9 @@ mod fixture;
 use std::sync::Mutex;
 
 use dpkit_core::rng::InsecureSeededRng;
+use dpkit_planted::{Hole, clear, plant};
 use dpkit_query::audit::{QueryAudit, Statistic, audit_query, cell};
 use dpkit_query::{MechanismChoice, QueryEngine, ReleaseSettings};
-use dpkit_release::planted::{Hole, clear, plant};
 use dpkit_release::{Cell, ReleasedTable};
 use fixture::Fixture;
 
@@ -320,7 +320,10 @@ fn sums_move_by_at_most_the_bound_and_floating_point_sums_are_caught() {
         let sums = [("fp-a", with), ("fp-b", without)].map(|(name, csv)| {
             let f = Fixture::new(name, "t.csv", &csv, &description, 1.0);
             let query = f.engine.plan("SELECT SUM(salary) FROM t").unwrap();
-            f.engine.exact(&query).unwrap().values[0][0].to_f64()
+            dpkit_query::internals::exact(&f.engine, &query)
+                .unwrap()
+                .values[0][0]
+                .to_f64()
         });
         (sums[0] - sums[1]).abs()
     };
@@ -363,7 +366,7 @@ fn a_changed_person_is_covered_when_the_description_says_replace() {
         "calibrated for replacement",
     );
     // Calibrated for addition and removal only, a change costs up to 2ε,
-    // as the README says.
+    // as the README and the book say.
     let (a, b) = tables("audit-add-remove", ROW);
     caught(
         run(&a.engine, &b.engine, sql, auto, &statistic),

@@ -11,7 +11,7 @@
 //! machine does not fail it; a pattern or function whose cost grows with
 //! anything but the bytes it reads (a backtracking regex, a string built
 //! without bound) is many times over it. `--no-capture` prints the figures
-//! the README quotes.
+//! the book quotes (docs/book/src/query/sql.md).
 
 #[path = "support/fixture.rs"]
 mod fixture;
@@ -19,7 +19,7 @@ mod fixture;
 use std::time::Instant;
 
 use dpkit_query::QueryError;
-use dpkit_query::total::MAX_WORK;
+use dpkit_total::MAX_WORK;
 use fixture::Fixture;
 
 /// Rows of the adversarial table.
@@ -143,7 +143,7 @@ fn seconds(fixture: &Fixture, sql: &str) -> f64 {
     (0..RUNS)
         .map(|_| {
             let started = Instant::now();
-            fixture.engine.exact(&query).unwrap();
+            dpkit_query::internals::exact(&fixture.engine, &query).unwrap();
             started.elapsed().as_secs_f64()
         })
         .fold(f64::INFINITY, f64::min)
@@ -220,7 +220,7 @@ fn twice_the_work_is_refused_at_planning() {
 #[cfg(feature = "planted-holes")]
 #[test]
 fn an_exploding_pattern_is_refused_and_caught_when_backtracking_is_put_back() {
-    use dpkit_release::planted::{Hole, clear, plant};
+    use dpkit_planted::{Hole, clear, plant};
     let attack = "SELECT COUNT(*) FROM t WHERE a ~ 'a[ab]{900}[^ab]'";
     // a and b in no pattern a lazy DFA could settle into (a period of
     // two, say, keeps its states few).
@@ -299,7 +299,7 @@ impl BranchAttack {
         );
         let time = |fixture: &Fixture, query| {
             let started = Instant::now();
-            fixture.engine.exact(query).unwrap();
+            dpkit_query::internals::exact(&fixture.engine, query).unwrap();
             started.elapsed().as_secs_f64()
         };
         let mut differences: Vec<f64> = (0..25)
@@ -323,7 +323,7 @@ fn a_branch_one_row_reaches_costs_what_one_row_may() {
 #[cfg(feature = "planted-holes")]
 #[test]
 fn a_branch_one_row_reaches_is_caught_when_arrows_ilike_is_put_back() {
-    use dpkit_release::planted::{Hole, clear, plant};
+    use dpkit_planted::{Hole, clear, plant};
     let attack = BranchAttack::new("row-cost-planted");
     plant(Hole::BacktrackingPatterns);
     let difference = attack.extra();

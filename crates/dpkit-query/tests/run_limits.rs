@@ -105,11 +105,13 @@ fn a_table_in_memory_gives_the_exact_aggregates_of_the_file() {
         "SELECT sex, AVG(age), COUNT(*) FROM adult WHERE age > 40 GROUP BY sex",
         "SELECT COUNT(*) FROM adult",
     ] {
-        let expected = sorted(on_disk.exact(&on_disk.plan(sql).unwrap()).unwrap());
+        let expected =
+            sorted(dpkit_query::internals::exact(&on_disk, &on_disk.plan(sql).unwrap()).unwrap());
         assert!(!expected.is_empty());
         // Twice: the session kept from the first run serves the second.
         for _ in 0..2 {
-            let held = in_memory.exact(&in_memory.plan(sql).unwrap()).unwrap();
+            let held =
+                dpkit_query::internals::exact(&in_memory, &in_memory.plan(sql).unwrap()).unwrap();
             assert_eq!(sorted(held), expected, "{sql}");
         }
     }

@@ -177,7 +177,10 @@ fn column_types_come_from_the_description_not_the_data() {
     }
     let exact = |f: &Fixture| {
         let query = f.engine.plan("SELECT COUNT(age) FROM t").unwrap();
-        f.engine.exact(&query).unwrap().values[0][0].to_f64()
+        dpkit_query::internals::exact(&f.engine, &query)
+            .unwrap()
+            .values[0][0]
+            .to_f64()
     };
     assert_eq!(exact(&plain), 4.0);
     assert_eq!(exact(&oddly), 3.0, "the value that does not parse is NULL");
@@ -256,7 +259,10 @@ fn sums_are_exact_however_the_magnitudes_are_crafted() {
     }
     let t = table("fp-sum", &csv, "kind = \"row\"");
     let query = t.engine.plan("SELECT SUM(score) FROM t").unwrap();
-    let exact = t.engine.exact(&query).unwrap().values[0][0].to_f64();
+    let exact = dpkit_query::internals::exact(&t.engine, &query)
+        .unwrap()
+        .values[0][0]
+        .to_f64();
     assert_eq!(exact, steps as f64 * grid);
 }
 
@@ -311,7 +317,10 @@ fn text_values_are_cut_when_read_so_one_row_costs_a_bounded_amount() {
     let count = |t: &Fixture, length: usize| {
         let sql = format!("SELECT COUNT(CASE WHEN length(name) = {length} THEN 1 END) FROM t");
         let query = t.engine.plan(&sql).unwrap();
-        t.engine.exact(&query).unwrap().values[0][0].to_f64()
+        dpkit_query::internals::exact(&t.engine, &query)
+            .unwrap()
+            .values[0][0]
+            .to_f64()
     };
     // 1,024 characters unless the description says otherwise.
     let t = table("long-text", &csv, "kind = \"row\"");
@@ -357,7 +366,7 @@ fn work_per_row_is_bounded_at_planning_from_public_lengths() {
     assert!(refused(&format!(
         "SELECT COUNT(*) FROM {built} WHERE x = name OR x > name OR x < name OR x = 'a'"
     )));
-    let max_work = dpkit_query::total::MAX_WORK;
+    let max_work = dpkit_total::MAX_WORK;
     assert_eq!(max_work, 1 << 17);
 }
 
@@ -459,7 +468,7 @@ fn a_key_held_by_one_person_costs_one_noisy_count_in_a_thresholded_median() {
     let words = |f: &Fixture| {
         let query = f.engine.plan(sql).unwrap();
         let plan = plan_noise(&query.measured, &settings).unwrap();
-        let exact = f.engine.exact(&query).unwrap();
+        let exact = dpkit_query::internals::exact(&f.engine, &query).unwrap();
         let cells: usize = exact.histograms.iter().flatten().map(Vec::len).sum();
         let mut rng = Counting(
             dpkit_core::rng::InsecureSeededRng::from_seed_for_testing(9),

@@ -294,9 +294,7 @@ fn every_accepted_query_runs_on_every_table() {
                     Err(other) => panic!("{sql}: planning failed oddly: {other}"),
                 };
                 let noise = plan_noise(&query.measured, &settings(1.0, 1e-6)).unwrap();
-                let exact = table
-                    .engine
-                    .exact(&query)
+                let exact = dpkit_query::internals::exact(&table.engine, &query)
                     .unwrap_or_else(|e| panic!("{sql}: failed while running: {e}"));
                 let mut rng = InsecureSeededRng::from_seed_for_testing(1);
                 release(&query.measured, &noise, &exact, 0.95, &mut rng)

@@ -5,59 +5,6 @@
 use crate::measured::{AggregateKind, KeySelection, MeasuredQuery};
 use crate::{NoisePlan, ReleaseSettings};
 
-/// What measurement `position` of an aggregate of `kind` measures.
-fn measured(kind: &AggregateKind, position: usize) -> String {
-    match (kind, position) {
-        (AggregateKind::CountRows, _) => "count of rows".to_string(),
-        (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
-        (AggregateKind::CountPeople, _) => "distinct people".to_string(),
-        (AggregateKind::Sum { column, bounds, .. }, _) => {
-            format!(
-                "sum of {column} in [{}, {}]",
-                short(bounds.0),
-                short(bounds.1)
-            )
-        }
-        (AggregateKind::Avg { column, centre, .. }, 0) => format!("sum of {column} − {centre}"),
-        (AggregateKind::Dispersion { column, centre, .. }, 0) => {
-            format!("sum of ({column} − {centre})²")
-        }
-        (AggregateKind::Dispersion { column, centre, .. }, 1) => {
-            format!("sum of {column} − {centre}")
-        }
-        (AggregateKind::Avg { column, .. } | AggregateKind::Dispersion { column, .. }, _) => {
-            format!("count of {column}")
-        }
-        (AggregateKind::Quantile { column, p, .. }, 0) => format!("quantile {p} of {column}"),
-        (AggregateKind::Quantile { column, .. }, 1) => format!("lower end for {column}"),
-        (AggregateKind::Quantile { column, .. }, _) => format!("upper end for {column}"),
-    }
-}
-
-/// `x` as written, or in scientific notation where that would run to
-/// more than about sixteen digits (a bound of 1e300 or 1e-300).
-fn short(x: f64) -> String {
-    if x == 0.0 || (1e-6..1e16).contains(&x.abs()) {
-        x.to_string()
-    } else {
-        format!("{x:e}")
-    }
-}
-
-/// What measurement `m` of `query` measures, as `--explain` prints it.
-pub(crate) fn measurement_label(query: &MeasuredQuery, m: usize) -> Option<String> {
-    let (a, position) = query
-        .measurement_of
-        .iter()
-        .enumerate()
-        .find_map(|(a, ms)| {
-            ms.iter()
-                .position(|&x| x == m)
-                .map(|position| (a, position))
-        })?;
-    Some(measured(&query.aggregates[a].kind, position))
-}
-
 /// How a quantile is chosen, and what its interval promises.
 fn quantile_line(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<String> {
     let AggregateKind::Quantile { grid, p, .. } = &query.aggregates[a].kind else {
@@ -148,7 +95,7 @@ pub fn explanation(query: &MeasuredQuery, noise: &NoisePlan, settings: &ReleaseS
             text.push_str(&format!(
                 "  {:<24} {:<30} {:<20} {:>10.4} {:>12} {:>12.4} {:>12.4}\n",
                 aggregate.name,
-                measured(&aggregate.kind, position),
+                aggregate.kind.measurement_label(position),
                 planned.mechanism(),
                 planned.epsilon,
                 planned.sensitivity,

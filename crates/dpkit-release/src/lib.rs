@@ -43,18 +43,17 @@
 //! assert_eq!((answer.epsilon, answer.rows.len()), (1.0, 1));
 //! ```
 
+mod answer;
 pub mod error;
 mod explain;
 mod grid;
 pub mod measured;
 mod noise_plan;
-mod output;
-#[cfg(feature = "planted-holes")]
-pub mod planted;
 mod post_processing;
 mod release;
-mod target;
+mod target_error;
 
+pub use answer::{Cell, ReleasedTable};
 pub use error::{ReleaseError, Result};
 pub use explain::explanation;
 pub use measured::{
@@ -64,5 +63,5 @@ pub use measured::{
 pub use noise_plan::{
     MechanismChoice, NoisePlan, PlannedNoise, ReleaseSettings, composite_error, plan_noise,
 };
-pub use release::{Cell, ExactGroups, Histogram, ReleasedTable, add_counts, release};
-pub use target::{TargetError, smallest_epsilon, widest_half_width};
+pub use release::{ExactGroups, Histogram, add_counts, release};
+pub use target_error::{TargetError, smallest_epsilon, widest_half_width};

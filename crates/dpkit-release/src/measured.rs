@@ -247,3 +247,56 @@ pub struct MeasuredQuery {
     /// A public upper bound on any count (the declared number of people).
     pub count_ceiling: Option<f64>,
 }
+
+impl AggregateKind {
+    /// What its measurement `position` measures, as `--explain` prints it.
+    pub fn measurement_label(&self, position: usize) -> String {
+        match (self, position) {
+            (AggregateKind::CountRows, _) => "count of rows".to_string(),
+            (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
+            (AggregateKind::CountPeople, _) => "distinct people".to_string(),
+            (AggregateKind::Sum { column, bounds, .. }, _) => {
+                format!(
+                    "sum of {column} in [{}, {}]",
+                    short(bounds.0),
+                    short(bounds.1)
+                )
+            }
+            (AggregateKind::Avg { column, centre, .. }, 0) => format!("sum of {column} − {centre}"),
+            (AggregateKind::Dispersion { column, centre, .. }, 0) => {
+                format!("sum of ({column} − {centre})²")
+            }
+            (AggregateKind::Dispersion { column, centre, .. }, 1) => {
+                format!("sum of {column} − {centre}")
+            }
+            (AggregateKind::Avg { column, .. } | AggregateKind::Dispersion { column, .. }, _) => {
+                format!("count of {column}")
+            }
+            (AggregateKind::Quantile { column, p, .. }, 0) => format!("quantile {p} of {column}"),
+            (AggregateKind::Quantile { column, .. }, 1) => format!("lower end for {column}"),
+            (AggregateKind::Quantile { column, .. }, _) => format!("upper end for {column}"),
+        }
+    }
+}
+
+impl MeasuredQuery {
+    /// What its measurement `m` measures, as `--explain` prints it.
+    pub fn measurement_label(&self, m: usize) -> Option<String> {
+        let (a, position) = self.measurement_of.iter().enumerate().find_map(|(a, ms)| {
+            ms.iter()
+                .position(|&x| x == m)
+                .map(|position| (a, position))
+        })?;
+        Some(self.aggregates[a].kind.measurement_label(position))
+    }
+}
+
+/// `x` as written, or in scientific notation where that would run to
+/// more than about sixteen digits (a bound of 1e300 or 1e-300).
+fn short(x: f64) -> String {
+    if x == 0.0 || (1e-6..1e16).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}

@@ -147,7 +147,7 @@ fn for_measurement(query: &MeasuredQuery, m: usize, error: ReleaseError) -> Rele
     let ReleaseError::Mechanism(inner) = error else {
         return error;
     };
-    let Some(label) = crate::explain::measurement_label(query, m) else {
+    let Some(label) = query.measurement_label(m) else {
         return ReleaseError::Mechanism(inner);
     };
     ReleaseError::Mechanism(dpkit_core::Error::InvalidParameter {
@@ -275,7 +275,7 @@ fn build_noise(
     #[cfg(feature = "planted-holes")]
     let planted;
     #[cfg(feature = "planted-holes")]
-    let moved = if crate::planted::is_planted(crate::planted::Hole::StaircaseChargedOnce) {
+    let moved = if dpkit_planted::is_planted(dpkit_planted::Hole::StaircaseChargedOnce) {
         planted = GroupedSensitivity {
             groups_moved: 1,
             ..*moved

@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 
 use rand_core::CryptoRng;
-use serde::{Deserialize, Serialize};
 
 use dpkit_core::lattice::GridValue;
 
@@ -14,6 +13,7 @@ use crate::error::Result;
 use crate::measured::{KeySelection, MeasuredQuery, OutputColumn, QuantileRole};
 pub(crate) use crate::noise_plan::Noise;
 use crate::noise_plan::NoisePlan;
+use crate::{Cell, ReleasedTable};
 
 /// The exact result of the rewritten plan: keys and one value per measurement.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -51,7 +51,7 @@ impl ExactGroups {
         let mut index: HashMap<Vec<String>, usize> = HashMap::new();
         for (key, values, histograms) in rows {
             #[cfg(feature = "planted-holes")]
-            let key_seen = if crate::planted::is_planted(crate::planted::Hole::RepeatedKeys) {
+            let key_seen = if dpkit_planted::is_planted(dpkit_planted::Hole::RepeatedKeys) {
                 None
             } else {
                 index.get(&key)
@@ -102,43 +102,6 @@ pub fn add_counts(total: &mut Histogram, counts: &[(usize, u64)]) {
     });
 }
 
-/// One cell of the answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Cell {
-    /// A group key (public: from a domain, or a thresholded key).
-    Key(String),
-    /// A released number, its confidence interval and its expected error.
-    Value {
-        /// The released value.
-        value: f64,
-        /// The interval's lower end.
-        low: f64,
-        /// The interval's upper end.
-        high: f64,
-        /// Its expected absolute error: the noise's closed form, or for an
-        /// average or a spread the first-order estimate from the released
-        /// values; none for a quantile, whose error is in ranks.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        expected_error: Option<f64>,
-    },
-}
-
-/// The private answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReleasedTable {
-    /// Column names.
-    pub columns: Vec<String>,
-    /// Rows of cells.
-    pub rows: Vec<Vec<Cell>>,
-    /// The confidence level of the intervals.
-    pub confidence: f64,
-    /// ε charged.
-    pub epsilon: f64,
-    /// δ charged.
-    pub delta: f64,
-}
-
 /// One measurement's release: the noisy value, or the chosen cell's value
 /// (its lower end, value or upper end by the choice's role).
 fn released<R: CryptoRng + ?Sized>(
@@ -182,7 +145,7 @@ fn planted_rounded_total(
     noise: &dpkit_core::mechanism::AdditiveNoise,
     value: GridValue,
 ) -> GridValue {
-    if crate::planted::is_planted(crate::planted::Hole::RoundedTotals) && noise.is_integer() {
+    if dpkit_planted::is_planted(dpkit_planted::Hole::RoundedTotals) && noise.is_integer() {
         return GridValue::whole(value.to_f64().round() as i128);
     }
     value

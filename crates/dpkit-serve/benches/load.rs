@@ -105,14 +105,14 @@ fn stages(folder: &std::path::Path, kind: &str) {
     let mut i = 0;
     let query = engine.plan(&sql(kind, 0)).unwrap();
     let noise = plan_noise(&query.measured, &settings).unwrap();
-    let exact = engine.exact(&query).unwrap();
+    let exact = dpkit_query::internals::exact(&engine, &query).unwrap();
     let plan = median_ms(200, || {
         i += 1;
         let query = engine.plan(&sql(kind, i)).unwrap();
         plan_noise(&query.measured, &settings).unwrap();
     });
     let scan = median_ms(200, || {
-        engine.exact(&query).unwrap();
+        dpkit_query::internals::exact(&engine, &query).unwrap();
     });
     let mut limited =
         QueryEngine::open_in_memory(Description::load(&adult_description()).unwrap()).unwrap();
@@ -121,7 +121,7 @@ fn stages(folder: &std::path::Path, kind: &str) {
         memory_bytes: Some(512 << 20),
     });
     let scan_limited = median_ms(200, || {
-        limited.exact(&query).unwrap();
+        dpkit_query::internals::exact(&limited, &query).unwrap();
     });
     let noise_time = median_ms(200, || {
         release(&query.measured, &noise, &exact, 0.95, &mut rng).unwrap();

@@ -66,7 +66,7 @@ impl Server {
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
         let app = self.app.clone();
-        let served = axum::serve(self.listener, router(self.app))
+        let served = axum::serve(self.listener, router(self.app, crate::web::routes()))
             .with_graceful_shutdown(stop)
             .await
             .map_err(|e| ServeError::Io(e.to_string()));

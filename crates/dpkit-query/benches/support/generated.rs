@@ -119,7 +119,13 @@ pub fn timed(work: impl FnOnce()) -> f64 {
 pub fn datafusion_seconds(engine: &QueryEngine, sql: &str) -> f64 {
     timed(|| {
         let batches = engine
-            .block_on(async { engine.session().sql(sql).await?.collect().await })
+            .block_on(async {
+                dpkit_query::internals::session(engine)
+                    .sql(sql)
+                    .await?
+                    .collect()
+                    .await
+            })
             .unwrap();
         black_box(batches);
     })

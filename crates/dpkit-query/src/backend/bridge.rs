@@ -96,7 +96,7 @@ impl Sqlite {
                 .and_then(|row| scalar(&node, &row).map_err(bridge_error))?;
             return Ok((Expr::Literal(value, None), None));
         }
-        let call = super::sql::call(name.clone(), returns, arguments);
+        let call = super::exprs::call(name.clone(), returns, arguments);
         Ok((
             call,
             Some(Self::Scalar {

@@ -12,6 +12,8 @@
 //! a database cannot run safely is refused before anything is spent.
 
 mod bridge;
+mod exprs;
+mod flavour;
 mod placeholder;
 mod planned;
 mod postgres;
@@ -32,8 +34,9 @@ use datafusion::arrow::datatypes::SchemaRef;
 
 use crate::description::{ColumnKind, Description, Source};
 use crate::error::{QueryError, Result};
+pub use flavour::Flavour;
 pub(crate) use renamed::no_own_names;
-pub use sql::{Flavour, RemotePlan};
+pub use sql::RemotePlan;
 
 /// A column's type in a database, as dpkit reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,11 +67,11 @@ pub trait Backend: Send + Sync {
     /// depend on the rows is never charged. PostgreSQL and Spark also say
     /// the type of each column the statement returns, which must be the
     /// type `schema` reads (SQLite's values carry their own types). A
-    /// database that cannot be reached is [`QueryError::Data`].
+    /// database that cannot be reached is [`QueryError::Unreadable`].
     fn check(&self, plan: &RemotePlan, schema: &SchemaRef) -> Result<()>;
     /// Runs `plan`; the result has `schema`'s columns. Failures that cannot
     /// depend on the rows (the database cannot be reached) are
-    /// [`QueryError::Data`], refunded; any other is
+    /// [`QueryError::Unreadable`], refunded; any other is
     /// [`QueryError::FailedWhileRunning`], its cost kept.
     fn run(
         &self,

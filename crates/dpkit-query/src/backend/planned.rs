@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator, lit};
 
-use super::sql::{call, clamp_reach, float_literal};
+use super::exprs::{call, clamp_reach, float_literal};
 
 /// Replaces the planner's cells and squares in `expr` by their names.
 pub(crate) fn name_planned(expr: Expr) -> datafusion::error::Result<Transformed<Expr>> {

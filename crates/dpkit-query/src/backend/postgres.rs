@@ -10,8 +10,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, Row};
 
+use super::flavour::Flavour;
 use super::rows::{Cell, Rows, shape_error};
-use super::sql::{Flavour, RemotePlan};
+use super::sql::RemotePlan;
 use super::{Backend, DatabaseType};
 use crate::description::ColumnKind;
 use crate::error::{QueryError, Result};
@@ -34,7 +35,7 @@ pub(crate) struct PostgresTable {
 /// reached, or went away before a statement was sent. Refunded. The
 /// connection string is never shown.
 fn unreachable_error(reason: &str) -> QueryError {
-    QueryError::Data(format!("PostgreSQL {reason} (an I/O failure)"))
+    QueryError::Unreadable(format!("PostgreSQL {reason} (an I/O failure)"))
 }
 
 impl PostgresTable {
@@ -55,7 +56,9 @@ impl PostgresTable {
             .worker_threads(1)
             .enable_all()
             .build()
-            .map_err(|e| QueryError::Data(format!("cannot start the PostgreSQL client: {e}")))?;
+            .map_err(|e| {
+                QueryError::Unreadable(format!("cannot start the PostgreSQL client: {e}"))
+            })?;
         let this = Self {
             runtime,
             config,

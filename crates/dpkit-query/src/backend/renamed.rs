@@ -21,8 +21,8 @@ use std::ops::ControlFlow;
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
+use super::flavour::Flavour;
 use super::spelling::dialect;
-use super::sql::Flavour;
 use crate::error::{QueryError, Result};
 
 /// The prefix of dpkit's own names, kept as they are.

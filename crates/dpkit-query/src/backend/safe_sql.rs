@@ -7,7 +7,7 @@
 //! - integer arithmetic is computed in `numeric` (PostgreSQL: exact,
 //!   unbounded) or with `try_add` and its kin (Spark: NULL on overflow) and
 //!   kept only within `bigint`'s range (NULL otherwise), as
-//!   [`crate::total_arithmetic`] does; a zero divisor gives NULL;
+//!   `dpkit_total`'s total arithmetic does; a zero divisor gives NULL;
 //! - `dpkit_clamp` is a `CASE` that sends NULL to NULL and NaN to the low
 //!   bound (both order NaN above every number);
 //! - the exact sum adds each value's grid steps as `bigint` in `numeric` or
@@ -29,7 +29,8 @@ use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::Transformed;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 
-use super::sql::{Flavour, call, float_literal, unavailable};
+use super::exprs::{call, float_literal};
+use super::flavour::{Flavour, unavailable};
 use crate::error::Result;
 
 /// Functions both databases compute as DataFusion does, without failing.

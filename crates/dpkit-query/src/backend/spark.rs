@@ -13,9 +13,10 @@ use datafusion::arrow::ipc::reader::StreamReader;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint};
 
+use super::flavour::Flavour;
 use super::rows::{Cell, Rows, shape_error};
 use super::spark_proto as proto;
-use super::sql::{Flavour, RemotePlan};
+use super::sql::RemotePlan;
 use super::{Backend, DatabaseType};
 use crate::description::ColumnKind;
 use crate::error::{QueryError, Result};
@@ -47,7 +48,7 @@ pub(crate) struct SparkTable {
 /// A failure that does not depend on the rows: the server cannot be
 /// reached, or went away. Refunded.
 fn unreachable_error(reason: &str) -> QueryError {
-    QueryError::Data(format!("Spark {reason} (an I/O failure)"))
+    QueryError::Unreadable(format!("Spark {reason} (an I/O failure)"))
 }
 
 /// A random UUID (version 4) from the operating system's generator.
@@ -55,7 +56,7 @@ fn session_id() -> Result<String> {
     use rand_core::Rng;
     let mut bytes = [0u8; 16];
     dpkit_core::rng::SecureRng::from_os()
-        .map_err(|e| QueryError::Data(format!("cannot start a Spark session: {e}")))?
+        .map_err(|e| QueryError::Unreadable(format!("cannot start a Spark session: {e}")))?
         .fill_bytes(&mut bytes);
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
@@ -94,7 +95,7 @@ impl SparkTable {
             .worker_threads(1)
             .enable_all()
             .build()
-            .map_err(|e| QueryError::Data(format!("cannot start the Spark client: {e}")))?;
+            .map_err(|e| QueryError::Unreadable(format!("cannot start the Spark client: {e}")))?;
         let channel = runtime
             .block_on(endpoint.connect())
             .map_err(|_| unreachable_error("cannot be reached"))?;
@@ -274,11 +275,14 @@ fn database_type(name: &str) -> DatabaseType {
 /// reached is refused, free, at planning (`check`).
 fn run_error(status: &tonic::Status) -> QueryError {
     let transport = std::error::Error::source(status).is_some();
+    let gone = matches!(
+        status.code(),
+        tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::DataLoss
+    );
     let reason = match status.code() {
-        tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::DataLoss => {
+        _ if gone || transport => {
             "Spark went away while running it, which one row could have caused"
         }
-        _ if transport => "Spark went away while running it, which one row could have caused",
         tonic::Code::DeadlineExceeded => "it ran longer than the time limit",
         _ => "details withheld: they could quote private values",
     };

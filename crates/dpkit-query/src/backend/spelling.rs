@@ -11,7 +11,7 @@ use datafusion::sql::sqlparser::dialect::{
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
-use super::sql::Flavour;
+use super::flavour::Flavour;
 use crate::error::{QueryError, Result};
 
 /// Steps per row saturate here (the largest `float8` below 2^63, a valid
@@ -97,7 +97,7 @@ fn literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
         }
         // SQLite has no NaN: printed `NaN`, it would name a column.
         ast::Value::Number(n, _) if n.eq_ignore_ascii_case("nan") => {
-            return Some(Err(super::sql::unavailable(flavour, "a NaN literal")));
+            return Some(Err(super::flavour::unavailable(flavour, "a NaN literal")));
         }
         _ => return None,
     };
@@ -198,7 +198,7 @@ pub(crate) fn dialect(flavour: Flavour) -> &'static dyn Dialect {
 /// Returns the text that was read back: the text to send.
 pub(crate) fn reads_back(statement: &ast::Statement, flavour: Flavour) -> Result<String> {
     #[cfg(feature = "planted-holes")]
-    if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::UnreadSql) {
+    if dpkit_planted::is_planted(dpkit_planted::Hole::UnreadSql) {
         return Ok(statement.to_string());
     }
     let mut written = statement.clone();

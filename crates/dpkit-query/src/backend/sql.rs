@@ -24,81 +24,15 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue};
-use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{AggregateUDFImpl, BinaryExpr, Expr, ExprSchemable, LogicalPlan};
 use datafusion::sql::unparser::Unparser;
 
 use super::bridge::Sqlite;
-use super::placeholder::{Placeholder, PlaceholderAggregate};
-use crate::description::ColumnKind;
+use super::exprs::{call, clamp_reach};
+use super::flavour::{Flavour, unavailable};
+use super::placeholder::PlaceholderAggregate;
 use crate::error::{QueryError, Result};
-
-/// Which SQL a database speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavour {
-    /// SQLite, with dpkit's functions registered on the connection.
-    Sqlite,
-    /// PostgreSQL, with dpkit's functions spelled in its SQL.
-    Postgres,
-    /// Apache Spark SQL (through Spark Connect), spelled likewise.
-    Spark,
-}
-
-impl Flavour {
-    /// The database's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Sqlite => "SQLite",
-            Self::Postgres => "PostgreSQL",
-            Self::Spark => "Spark",
-        }
-    }
-
-    /// Its name for a double.
-    pub(crate) fn double(self) -> &'static str {
-        match self {
-            Self::Spark => "DOUBLE",
-            _ => "DOUBLE PRECISION",
-        }
-    }
-
-    /// `name` as a quoted identifier.
-    pub(crate) fn quote(self, name: &str) -> String {
-        match self {
-            Self::Spark => format!("`{}`", name.replace('`', "``")),
-            _ => format!("\"{}\"", name.replace('"', "\"\"")),
-        }
-    }
-
-    /// `schema.table` (Spark: `database.table`), quoted part by part.
-    pub(crate) fn qualified(self, table: &str) -> String {
-        let parts: Vec<String> = table.split('.').map(|part| self.quote(part)).collect();
-        parts.join(".")
-    }
-
-    /// The typed view of `table` for PostgreSQL and Spark: every column
-    /// cast to the type of its kind, so the plan reads what it declared.
-    /// Text compares byte by byte, as in the embedded engine, whatever the
-    /// column's collation: under a case-insensitive one, `a` and `A` would
-    /// be one group, keyed as whichever row the database met first (a
-    /// cast to Spark's `STRING` takes its binary collation).
-    pub(crate) fn cast_source(self, table: &str, columns: &[(String, ColumnKind)]) -> String {
-        let list: Vec<String> = columns
-            .iter()
-            .map(|(name, kind)| {
-                let quoted = self.quote(name);
-                let cast = match (kind, self) {
-                    (ColumnKind::Integer, _) => format!("CAST({quoted} AS BIGINT)"),
-                    (ColumnKind::Real, _) => format!("CAST({quoted} AS {})", self.double()),
-                    (ColumnKind::Text, Self::Spark) => format!("CAST({quoted} AS STRING)"),
-                    (ColumnKind::Text, _) => format!("CAST({quoted} AS TEXT) COLLATE \"C\""),
-                };
-                format!("{cast} AS {quoted}")
-            })
-            .collect();
-        format!("SELECT {} FROM {}", list.join(", "), self.qualified(table))
-    }
-}
 
 /// The SQL a database runs for a private plan.
 #[derive(Debug, Clone)]
@@ -109,14 +43,6 @@ pub struct RemotePlan {
     pub sql: String,
     /// Functions the statement calls that SQLite computes in dpkit's code.
     pub(crate) functions: Vec<Sqlite>,
-}
-
-/// A refusal: the query runs on the embedded engine but not on this database.
-pub(crate) fn unavailable(flavour: Flavour, what: &str) -> QueryError {
-    QueryError::NotPrivate(format!(
-        "{what} is not available on {} yet (the embedded engine and SQLite run it)",
-        flavour.name()
-    ))
 }
 
 fn unparse_error(error: impl std::fmt::Display) -> QueryError {
@@ -383,22 +309,6 @@ fn steps_fit(value: &Expr, exponent: i32) -> bool {
     reach.is_some_and(|reach| reach * 2f64.powi(-exponent) <= 2f64.powi(32))
 }
 
-/// The largest magnitude of `dpkit_clamp(v, low, high[, centre])`.
-pub(crate) fn clamp_reach(clamp: &Expr) -> Option<f64> {
-    let Expr::ScalarFunction(function) = clamp else {
-        return None;
-    };
-    if function.name() != "dpkit_clamp" {
-        return None;
-    }
-    let literals: Option<Vec<f64>> = function.args[1..].iter().map(float_literal).collect();
-    match literals.as_deref() {
-        Some([low, high]) => Some(low.abs().max(high.abs())),
-        Some([low, high, centre]) => Some((low - centre).abs().max((high - centre).abs())),
-        _ => None,
-    }
-}
-
 /// An aggregate's real group keys, as `dpkit_key(k)` (`k + 0.0`): −0 and
 /// 0 are equal, so a database puts them in one group, and returns the key
 /// as the first row it met spelled it; `−0 + 0.0` is `0`, so every row of
@@ -509,20 +419,4 @@ fn placeholder_call(placeholder: PlaceholderAggregate, aggregate: AggregateFunct
         vec![],
         None,
     ))
-}
-
-/// A placeholder call `name(arguments)` of type `returns`.
-pub(crate) fn call(name: String, returns: DataType, arguments: Vec<Expr>) -> Expr {
-    Expr::ScalarFunction(ScalarFunction::new_udf(
-        Arc::new(Placeholder::new(name, returns).into()),
-        arguments,
-    ))
-}
-
-/// The `f64` in a literal argument, if it is one.
-pub(crate) fn float_literal(expr: &Expr) -> Option<f64> {
-    match expr {
-        Expr::Literal(ScalarValue::Float64(Some(x)), _) => Some(*x),
-        _ => None,
-    }
 }

@@ -9,8 +9,9 @@ use datafusion::arrow::datatypes::SchemaRef;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
+use super::flavour::Flavour;
 use super::rows::{Cell, Rows};
-use super::sql::{Flavour, RemotePlan};
+use super::sql::RemotePlan;
 use super::{Backend, DatabaseType};
 use crate::description::ColumnKind;
 use crate::error::{QueryError, Result};
@@ -31,14 +32,14 @@ const BUSY_WAIT: Duration = Duration::from_secs(5);
 /// A failure that does not depend on the rows: the file cannot be opened,
 /// read or locked. Refunded.
 fn unreachable_error(reason: &str) -> QueryError {
-    QueryError::Data(format!("the SQLite database {reason} (an I/O failure)"))
+    QueryError::Unreadable(format!("the SQLite database {reason} (an I/O failure)"))
 }
 
 impl SqliteTable {
     /// Opens `file` read-only and reads the table `table` from it.
     pub(crate) fn open(file: &Path, table: &str) -> Result<Self> {
         if !file.is_file() {
-            return Err(QueryError::Data(format!(
+            return Err(QueryError::Unreadable(format!(
                 "cannot read {}: no such file",
                 file.display()
             )));
@@ -155,8 +156,8 @@ fn read_as(
     // SQLite orders every number below every text, and every text below
     // every BLOB, and NULL compares as NULL: `< ''` keeps the numbers,
     // `< x''` the numbers and the texts. One comparison, where `typeof` was
-    // a function call and a comparison of its name (see the README's
-    // benchmark of the backends).
+    // a function call and a comparison of its name (see the book's
+    // benchmark of the backends, docs/book/src/speed/databases.md).
     match kind {
         ColumnKind::Integer => format!("CASE WHEN typeof({column}) = 'integer' THEN {column} END"),
         // A column of REAL affinity reads every number as a real (an

@@ -5,7 +5,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 
 use super::{not_private, sql_error};
 use crate::error::{QueryError, Result};
-use crate::total::{Size, Sizes, Totaliser, check_work};
+use dpkit_total::{Size, Sizes, Totaliser, check_work};
 
 /// `plan` rebuilt with total expressions, or a refusal. Only scans of
 /// `table` (the typed, capped view), filters, projections and aliases are

@@ -12,7 +12,7 @@ use super::lineage::Lineage;
 use super::{DomainOf, KeySelection, not_private, sql_error, unalias};
 use crate::description::ColumnKind;
 use crate::error::Result;
-use crate::total::{Sizes, Totaliser, Ty};
+use dpkit_total::{Sizes, Totaliser, Ty};
 
 /// Enough domain cells: a GROUP BY over more combinations is refused.
 const MAX_DOMAIN_CELLS: usize = 100_000;
@@ -148,7 +148,7 @@ fn key(
 /// (+NaN and −NaN, say) are one key, released once.
 fn deduplicated(mut domain: Vec<String>) -> Vec<String> {
     #[cfg(feature = "planted-holes")]
-    if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::RepeatedKeys) {
+    if dpkit_planted::is_planted(dpkit_planted::Hole::RepeatedKeys) {
         return domain;
     }
     let mut seen = std::collections::HashSet::new();

@@ -46,7 +46,7 @@ impl<'a> Lineage<'a> {
     /// cannot be followed: no facts then).
     pub(super) fn origin(&self, column: &Column) -> Option<Origin<'a>> {
         #[cfg(feature = "planted-holes")]
-        if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::BorrowedFacts) {
+        if dpkit_planted::is_planted(dpkit_planted::Hole::BorrowedFacts) {
             return Some(Origin::Table(column.name.clone()));
         }
         origin(self.plan, column, self.table, self.view)

@@ -1,8 +1,8 @@
 //! From SQL to a private plan: the query's logical plan is checked node by
 //! node and rewritten into one that computes only clamped exact aggregates
-//! of total expressions (see [`crate::total`]) over the typed, per-person
-//! capped table (see `source`). dpkit then adds the noise to that small
-//! result.
+//! of total expressions (see [`dpkit_total`]) over the typed, per-person
+//! capped table (see `private_table`). The privacy step (`dpkit_release`)
+//! then adds the noise to that small result.
 //!
 //! The steps, one module each: `input` rewrites what is below the
 //! aggregate (filters and subqueries), `keys` the GROUP BY, `aggregates`
@@ -14,6 +14,7 @@ mod bounds;
 mod input;
 mod keys;
 mod lineage;
+mod measuring;
 mod moments;
 mod outputs;
 mod quantiles;
@@ -27,7 +28,7 @@ use dpkit_release::{
 
 use crate::description::Description;
 use crate::error::{QueryError, Result};
-use crate::total::{Size, Sizes};
+use dpkit_total::{Size, Sizes};
 
 /// A query dpkit can answer privately: what it measures, and how the
 /// measurements are computed.
@@ -171,7 +172,7 @@ pub(crate) fn plan_private(
     };
     let keys = keys::plan(aggregate, input.schema(), &sizes, &lineage, domain_of)?;
     let mut measured = aggregates::plan(aggregate, input.schema(), &sizes, &lineage, reads_table)?;
-    crate::total::check_work(
+    dpkit_total::check_work(
         filter_work
             .saturating_add(keys.work)
             .saturating_add(measured.work),
@@ -217,9 +218,9 @@ fn base_sizes(view: &LogicalPlan, description: &Description) -> Sizes {
         .iter()
         .map(|field| {
             let bytes = if field.data_type() == &datafusion::arrow::datatypes::DataType::Utf8 {
-                crate::total_work::bytes_of_characters(description.max_length(field.name()))
+                dpkit_total::bytes_of_characters(description.max_length(field.name()))
             } else {
-                crate::total_work::NUMBER_AS_TEXT_BYTES
+                dpkit_total::NUMBER_AS_TEXT_BYTES
             };
             (field.name().clone(), Size::base(bytes))
         })
@@ -231,7 +232,7 @@ fn base_sizes(view: &LogicalPlan, description: &Description) -> Sizes {
 fn planted_cap_after_from(input: LogicalPlan, description: &Description) -> Result<LogicalPlan> {
     use datafusion::common::Column;
     use datafusion::logical_expr::{ExprFunctionExt, lit};
-    let planted = dpkit_release::planted::is_planted(dpkit_release::planted::Hole::CapAfterFrom);
+    let planted = dpkit_planted::is_planted(dpkit_planted::Hole::CapAfterFrom);
     let crate::description::PrivacyUnit::Id { column, max_rows } = &description.privacy_unit else {
         return Ok(input);
     };

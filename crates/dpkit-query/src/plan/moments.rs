@@ -6,8 +6,8 @@
 use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::Expr;
 
-use super::aggregates::{Bounded, Measured, add_sum};
 use super::bounds::Range;
+use super::measuring::{Bounded, Measured, add_sum};
 use super::{AggregateKind, Dispersion, Measurement};
 use crate::clamp::clamp_and_centre;
 use crate::error::Result;

@@ -9,7 +9,7 @@ use datafusion::functions::math::expr_fn::floor;
 use datafusion::functions_aggregate::expr_fn::{array_agg, count};
 use datafusion::logical_expr::{Expr, lit, try_cast};
 
-use super::aggregates::{Bounded, Measured};
+use super::measuring::{Bounded, Measured};
 use super::{AggregateKind, Grid, Measurement, QuantileRole, not_private, unalias};
 use crate::clamp::clamp_to_bounds;
 use crate::error::Result;

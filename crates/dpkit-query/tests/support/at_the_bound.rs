@@ -33,7 +33,7 @@ pub fn assert_exact_and_honest(engine: &QueryEngine, rows: usize, place: &str) {
     let query = engine
         .plan("SELECT SUM(v) AS s, SUM(w) AS sw, COUNT(*) AS n FROM t")
         .unwrap();
-    let exact = engine.exact(&query).unwrap();
+    let exact = dpkit_query::internals::exact(engine, &query).unwrap();
     // In whole units, however fine the grid each sum was taken on.
     let whole = |value: GridValue| value.steps_on(0);
     assert_eq!(whole(exact.values[0][0]), Some(90 * n), "{place}: SUM(v)");

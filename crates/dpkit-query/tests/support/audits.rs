@@ -75,9 +75,7 @@ fn run(
 ) -> (f64, f64) {
     for engine in [&pair.0, &pair.1] {
         let query = engine.plan(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        engine
-            .exact(&query)
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        dpkit_query::internals::exact(engine, &query).unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
     let audit = QueryAudit {
         sql,
@@ -163,7 +161,7 @@ pub fn the_cap_holds_where_the_rows_live(place: &Place<'_>) {
 /// With the cap planted after FROM, the auditor sees dan's 30 rows.
 #[cfg(feature = "planted-holes")]
 pub fn a_cap_after_from_is_caught(place: &Place<'_>) {
-    use dpkit_release::planted::{Hole, clear, plant};
+    use dpkit_planted::{Hole, clear, plant};
     let first = |t: &ReleasedTable| cell(t, &[], 0);
     plant(Hole::CapAfterFrom);
     let tables = pair(place, "audit_cap_planted", &dans_rows(), CAP_UNIT);

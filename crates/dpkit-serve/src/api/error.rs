@@ -97,7 +97,7 @@ impl From<QueryError> for ApiError {
                 Self::new(StatusCode::BAD_REQUEST, "failed_while_running", message)
             }
             QueryError::Budget(_) => Self::new(StatusCode::CONFLICT, "budget_exhausted", message),
-            QueryError::Data(_) => Self::new(
+            QueryError::Unreadable(_) => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "data_unavailable",
                 "the data could not be read; nothing was charged",

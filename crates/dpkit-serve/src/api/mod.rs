@@ -196,8 +196,9 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-/// The routes: the API, its document and the web page.
-pub fn router(app: Arc<App>) -> Router {
+/// The routes: the API and its document, with `pages` (the web page's
+/// routes) beside them.
+pub fn router(app: Arc<App>, pages: Router<Arc<App>>) -> Router {
     let body_limit = app.limits.max_body_bytes;
     Router::new()
         .route("/v1/datasets", get(handlers::datasets))
@@ -205,7 +206,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/explain", post(handlers::explain))
         .route("/v1/query", post(handlers::query))
         .route("/v1/openapi.json", get(openapi))
-        .merge(crate::web::routes())
+        .merge(pages)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))

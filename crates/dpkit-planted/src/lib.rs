@@ -1,7 +1,13 @@
 //! Test-only switches that put closed holes back, so that the end-to-end
 //! auditor's tests can show it catches each one (as the mechanism auditor
-//! does with its deliberately broken mechanisms). Compiled only with the
-//! non-default `planted-holes` feature; never part of a release build.
+//! does with its deliberately broken mechanisms). It is an optional
+//! dependency, switched on only by the non-default `planted-holes` feature
+//! of the crates that hold the holes (`dpkit-total`, `dpkit-release`,
+//! `dpkit-query`): the default build, which `cargo install` and the wheel
+//! ship, does not contain it.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,6 +1,44 @@
-//! The answer as an aligned table or CSV (JSON comes from serde).
+//! The released answer, and how it prints: an aligned table or CSV (JSON
+//! comes from serde).
 
-use crate::{Cell, ReleasedTable};
+use serde::{Deserialize, Serialize};
+
+/// One cell of the answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Cell {
+    /// A group key (public: from a domain, or a thresholded key).
+    Key(String),
+    /// A released number, its confidence interval and its expected error.
+    Value {
+        /// The released value.
+        value: f64,
+        /// The interval's lower end.
+        low: f64,
+        /// The interval's upper end.
+        high: f64,
+        /// Its expected absolute error: the noise's closed form, or for an
+        /// average or a spread the first-order estimate from the released
+        /// values; none for a quantile, whose error is in ranks.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expected_error: Option<f64>,
+    },
+}
+
+/// The private answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleasedTable {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<Cell>>,
+    /// The confidence level of the intervals.
+    pub confidence: f64,
+    /// ε charged.
+    pub epsilon: f64,
+    /// δ charged.
+    pub delta: f64,
+}
 
 /// Six significant digits, enough for a noisy statistic.
 fn number(value: f64) -> String {

@@ -7,7 +7,7 @@
 //! functions give NULL instead: integer overflow and division or modulo by
 //! zero are NULL, floating-point results follow IEEE 754 except that a zero
 //! divisor gives NULL. Every accepted query computes with them (see
-//! [`crate::total`]).
+//! [`crate::Totaliser`]).
 
 use std::sync::Arc;
 

@@ -1,23 +1,5 @@
-//! Total expressions: every expression an accepted query evaluates comes
-//! from an allow-list and is rewritten into a form that cannot fail, panic
-//! or grow without bound on any value.
-//!
-//! Why: an error that happens only on one person's row (a division by zero
-//! in one branch of a CASE, a cast of one odd value) is released without
-//! noise, as the query's failure. One such bit per query reads a whole row
-//! in a few dozen queries. So:
-//! - values have four types, Int64, Float64, Utf8 and Boolean, and every
-//!   conversion between them is a `TRY_CAST` (NULL when it does not parse);
-//! - arithmetic is [`crate::total_arithmetic`]: overflow and a zero divisor
-//!   give NULL;
-//! - functions come from [`ALLOWED_FUNCTIONS`], each total on these types
-//!   with output at most linear in its input (no `repeat`, no padding to a
-//!   length taken from the data);
-//! - regular expressions and LIKE patterns are literals, compiled here;
-//! - an expression has at most [`MAX_DEPTH`] levels and [`MAX_NODES`] nodes,
-//!   so its cost per row is bounded by its size times the row's size.
-//!
-//! Anything else is refused at planning, which spends nothing.
+//! The rewrite itself: each expression checked against the allow-list,
+//! typed, sized and rebuilt in its total form by a [`Totaliser`].
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DFSchema, ScalarValue};
@@ -26,12 +8,11 @@ use datafusion::logical_expr::expr::{
 };
 use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
 
-use crate::error::{QueryError, Result};
+use crate::arithmetic::{ArithmeticOp, total_arithmetic};
+use crate::error::{Result, TotalError};
 use crate::matcher::{MAX_AUTOMATON_BYTES, Matcher, Refusal, Source, like_is_plain, matched};
-use crate::total_arithmetic::{ArithmeticOp, total_arithmetic};
-use crate::total_math;
-pub use crate::total_work::MAX_WORK;
-use crate::total_work::{NUMBER_AS_TEXT_BYTES, bytes_of_characters, function_work};
+use crate::math as total_math;
+use crate::work::{MAX_WORK, NUMBER_AS_TEXT_BYTES, bytes_of_characters, function_work};
 
 /// Deepest expression accepted.
 pub const MAX_DEPTH: usize = 48;
@@ -49,7 +30,8 @@ const MAX_OPERATOR_TOKENS: usize = 1_000;
 /// Largest literal position or length given to `substr`, `left`, `right`.
 const MAX_LITERAL_LENGTH: i64 = 1_000_000;
 
-/// Scalar functions an accepted query may call, as the README lists them.
+/// Scalar functions an accepted query may call, as the manual lists them
+/// (docs/book/src/query/sql.md).
 pub const ALLOWED_FUNCTIONS: &[&str] = &[
     "abs",
     "sqrt",
@@ -114,10 +96,14 @@ pub const ALLOWED_FUNCTIONS: &[&str] = &[
 
 /// The value types of accepted expressions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ty {
+pub enum Ty {
+    /// A 64-bit integer.
     Int,
+    /// A double.
     Real,
+    /// UTF-8 text.
     Text,
+    /// A boolean.
     Bool,
     /// An untyped NULL literal: takes the type it meets.
     Null,
@@ -161,24 +147,27 @@ impl Ty {
     }
 }
 
-fn refuse(reason: impl Into<String>) -> QueryError {
-    QueryError::NotPrivate(reason.into())
+fn refuse(reason: impl Into<String>) -> TotalError {
+    TotalError::NotPrivate(reason.into())
 }
 
-fn sql_error(error: impl std::fmt::Display) -> QueryError {
-    QueryError::Sql(error.to_string())
+fn sql_error(error: impl std::fmt::Display) -> TotalError {
+    TotalError::Sql(error.to_string())
 }
 
 /// A rewritten expression, its type, and the most bytes its value takes
-/// as text (see [`crate::total_work`]).
-pub(crate) struct Typed {
-    pub(crate) expr: Expr,
-    pub(crate) ty: Ty,
-    pub(crate) bytes: u64,
+/// as text (see [`crate::work`]).
+pub struct Typed {
+    /// The total expression.
+    pub expr: Expr,
+    /// Its type.
+    pub ty: Ty,
+    /// The most bytes its value takes as text.
+    pub bytes: u64,
 }
 
 /// Rewrites expressions over one input schema into total form.
-pub(crate) struct Totaliser<'a> {
+pub struct Totaliser<'a> {
     schema: &'a DFSchema,
     sizes: &'a Sizes,
     nodes: usize,
@@ -192,16 +181,20 @@ pub(crate) struct Totaliser<'a> {
 /// costs per row. Limits apply to expressions as they will run, not as
 /// written level by level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Size {
-    pub(crate) nodes: usize,
-    pub(crate) depth: usize,
-    pub(crate) bytes: u64,
-    pub(crate) work: u64,
+pub struct Size {
+    /// Nodes of the expression.
+    pub nodes: usize,
+    /// Its depth.
+    pub depth: usize,
+    /// The most bytes its value takes as text.
+    pub bytes: u64,
+    /// Work units per row.
+    pub work: u64,
 }
 
 impl Size {
     /// A column of the table, whose values take at most `bytes`.
-    pub(crate) fn base(bytes: u64) -> Self {
+    pub fn base(bytes: u64) -> Self {
         Self {
             nodes: 1,
             depth: 0,
@@ -212,11 +205,11 @@ impl Size {
 }
 
 /// The [`Size`] of each column by name.
-pub(crate) type Sizes = std::collections::HashMap<String, Size>;
+pub type Sizes = std::collections::HashMap<String, Size>;
 
 impl<'a> Totaliser<'a> {
     /// A totaliser for expressions over `schema`.
-    pub(crate) fn new(schema: &'a DFSchema, sizes: &'a Sizes) -> Self {
+    pub fn new(schema: &'a DFSchema, sizes: &'a Sizes) -> Self {
         Self {
             schema,
             sizes,
@@ -227,18 +220,18 @@ impl<'a> Totaliser<'a> {
     }
 
     /// The work units per row of everything this totaliser rewrote.
-    pub(crate) fn work(&self) -> u64 {
+    pub fn work(&self) -> u64 {
         self.work
     }
 
     /// Adds `units` of work per row, refusing the query past [`MAX_WORK`].
-    pub(crate) fn charge(&mut self, units: u64) -> Result<()> {
+    pub fn charge(&mut self, units: u64) -> Result<()> {
         self.work = self.work.saturating_add(units);
         check_work(self.work)
     }
 
     /// `expr` in total form, with its own inlined [`Size`].
-    pub(crate) fn total_with_size(&mut self, expr: &Expr) -> Result<(Typed, Size)> {
+    pub fn total_with_size(&mut self, expr: &Expr) -> Result<(Typed, Size)> {
         let (nodes, deepest, work) = (self.nodes, self.deepest, self.work);
         self.deepest = 0;
         let typed = self.total(expr)?;
@@ -253,9 +246,9 @@ impl<'a> Totaliser<'a> {
     }
 
     /// `expr` in total form, with its type.
-    pub(crate) fn total(&mut self, expr: &Expr) -> Result<Typed> {
+    pub fn total(&mut self, expr: &Expr) -> Result<Typed> {
         #[cfg(feature = "planted-holes")]
-        if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::FailingExpressions) {
+        if dpkit_planted::is_planted(dpkit_planted::Hole::FailingExpressions) {
             let data_type = expr.get_type(self.schema).map_err(sql_error)?;
             let ty = Ty::of(&data_type).unwrap_or(Ty::Text);
             return Ok(typed(expr.clone(), ty).with_bytes(NUMBER_AS_TEXT_BYTES));
@@ -264,7 +257,7 @@ impl<'a> Totaliser<'a> {
     }
 
     /// A total predicate: `expr` must be a boolean.
-    pub(crate) fn predicate(&mut self, expr: &Expr) -> Result<Expr> {
+    pub fn predicate(&mut self, expr: &Expr) -> Result<Expr> {
         let typed = self.total(expr)?;
         match typed.ty {
             Ty::Bool | Ty::Null => Ok(cast_to(typed, Ty::Bool)),
@@ -360,9 +353,7 @@ impl<'a> Totaliser<'a> {
         self.sizes
             .get(name)
             .copied()
-            .unwrap_or(Size::base(bytes_of_characters(
-                crate::description::LONGEST_MAX_LENGTH,
-            )))
+            .unwrap_or(Size::base(bytes_of_characters(crate::LONGEST_MAX_LENGTH)))
     }
 
     fn column(&self, expr: &Expr) -> Result<Typed> {
@@ -472,9 +463,7 @@ impl<'a> Totaliser<'a> {
                     case_insensitive,
                 };
                 #[cfg(feature = "planted-holes")]
-                if dpkit_release::planted::is_planted(
-                    dpkit_release::planted::Hole::BacktrackingPatterns,
-                ) {
+                if dpkit_planted::is_planted(dpkit_planted::Hole::BacktrackingPatterns) {
                     return Ok(typed(
                         binary_expr(cast_to(left, Ty::Text), op, cast_to(right, Ty::Text)),
                         Ty::Bool,
@@ -539,10 +528,7 @@ impl<'a> Totaliser<'a> {
         // milliseconds more than one no row reaches.
         let plain = like_is_plain(&text) && !like.case_insensitive;
         #[cfg(feature = "planted-holes")]
-        let plain = plain
-            || dpkit_release::planted::is_planted(
-                dpkit_release::planted::Hole::BacktrackingPatterns,
-            );
+        let plain = plain || dpkit_planted::is_planted(dpkit_planted::Hole::BacktrackingPatterns);
         if !plain {
             let matcher = compiled(Source::Like {
                 pattern: text,
@@ -673,7 +659,7 @@ impl<'a> Totaliser<'a> {
         let name = function.name().to_ascii_lowercase();
         if !ALLOWED_FUNCTIONS.contains(&name.as_str()) {
             return Err(refuse(format!(
-                "{}() is not allowed in a private query (the README lists the allowed functions)",
+                "{}() is not allowed in a private query (the manual lists the allowed functions: docs/book/src/query/sql.md)",
                 name.to_uppercase()
             )));
         }
@@ -807,7 +793,7 @@ impl Shape {
 /// rather than under-counts.
 fn typed(expr: Expr, ty: Ty) -> Typed {
     let bytes = match ty {
-        Ty::Text => bytes_of_characters(crate::description::LONGEST_MAX_LENGTH),
+        Ty::Text => bytes_of_characters(crate::LONGEST_MAX_LENGTH),
         _ => NUMBER_AS_TEXT_BYTES,
     };
     Typed { expr, ty, bytes }
@@ -835,7 +821,7 @@ fn comparison_work(left: (Ty, u64), right: (Ty, u64), ty: Ty) -> u64 {
 
 /// Refuses a query whose per-row work bound is past [`MAX_WORK`], saying
 /// what to change.
-pub(crate) fn check_work(work: u64) -> Result<()> {
+pub fn check_work(work: u64) -> Result<()> {
     if work <= MAX_WORK {
         return Ok(());
     }
@@ -1026,7 +1012,7 @@ fn arithmetic(op: Operator, left: Typed, right: Typed) -> Result<Typed> {
 
 /// Refuses SQL too long or with too many operators to plan safely, from
 /// its tokens alone (no recursion).
-pub(crate) fn check_size(sql: &str) -> Result<()> {
+pub fn check_size(sql: &str) -> Result<()> {
     use datafusion::sql::sqlparser::dialect::GenericDialect;
     use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
     let too_complex = || {
@@ -1040,7 +1026,7 @@ pub(crate) fn check_size(sql: &str) -> Result<()> {
     }
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
         .tokenize()
-        .map_err(|e| QueryError::Sql(e.to_string()))?;
+        .map_err(|e| TotalError::Sql(e.to_string()))?;
     let operators = tokens
         .iter()
         .filter(|token| {

@@ -25,13 +25,13 @@ pub const MAX_WORK: u64 = 1 << 17;
 const BYTES_PER_CHARACTER: u64 = 4;
 
 /// The most bytes a text value of `characters` characters takes.
-pub(crate) fn bytes_of_characters(characters: u32) -> u64 {
+pub fn bytes_of_characters(characters: u32) -> u64 {
     u64::from(characters) * BYTES_PER_CHARACTER
 }
 
 /// The most bytes a number or boolean takes when cast to text
 /// (`-1.7976931348623157e308` is 23).
-pub(crate) const NUMBER_AS_TEXT_BYTES: u64 = 24;
+pub const NUMBER_AS_TEXT_BYTES: u64 = 24;
 
 /// Units per byte of input, and the output's most bytes from the inputs'
 /// most bytes, of an allowed text function (`None` for the others, which

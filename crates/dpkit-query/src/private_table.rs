@@ -42,7 +42,7 @@ const MAX_HEADER_BYTES: u64 = 1 << 20;
 const ROW_NUMBER: &str = "__dpkit_row_of_person";
 
 fn data_error(reason: impl Into<String>) -> QueryError {
-    QueryError::Data(reason.into())
+    QueryError::Unreadable(reason.into())
 }
 
 /// The Arrow type of a declared column kind.
@@ -136,9 +136,7 @@ pub(crate) async fn register_file(
     let unreadable = |_| data_error(format!("cannot read {path} as {:?}", description.format));
     match description.format {
         #[cfg(feature = "planted-holes")]
-        FileFormat::Csv
-            if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::InferredTypes) =>
-        {
+        FileFormat::Csv if dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes) => {
             let options = CsvReadOptions::new().has_header(true);
             context
                 .register_csv(raw.as_str(), &path, options)
@@ -203,7 +201,7 @@ fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
                 .column(name)
                 .map_or(ColumnKind::Text, |f| f.kind);
             #[cfg(feature = "planted-holes")]
-            if dpkit_release::planted::is_planted(dpkit_release::planted::Hole::InferredTypes) {
+            if dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes) {
                 return column(name).alias(name);
             }
             let typed = try_cast(column(name), declared_type(kind));
@@ -264,7 +262,7 @@ async fn register_view(context: &SessionContext, description: &Description) -> R
     let typed = typed_columns(description, &names);
     let mut view = raw.select(typed).map_err(failed)?;
     #[cfg(feature = "planted-holes")]
-    let capped = !dpkit_release::planted::is_planted(dpkit_release::planted::Hole::CapAfterFrom);
+    let capped = !dpkit_planted::is_planted(dpkit_planted::Hole::CapAfterFrom);
     #[cfg(not(feature = "planted-holes"))]
     let capped = true;
     if let (

@@ -5,7 +5,7 @@
 //! DataFusion follows PostgreSQL here and raises an error for
 //! `sqrt(-1)` or `power(0, -1)`: an error on one person's value is an exact
 //! bit about it. Every accepted query computes these functions with this
-//! module instead (see [`crate::total`]).
+//! module instead (see [`crate::Totaliser`]).
 
 use std::sync::Arc;
 

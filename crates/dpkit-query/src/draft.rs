@@ -1,0 +1,197 @@
+//! `dpkit describe`: a draft description of a CSV file, for a person to
+//! complete. Only the header and the values' types come from the file;
+//! bounds and domains are left as comments, never taken from the data.
+
+use std::path::Path;
+
+use crate::description::ColumnKind;
+use crate::error::{QueryError, Result};
+
+/// A draft description for a CSV file, from its header row and the types of
+/// the values in its first rows. Bounds and domains are left as comments for
+/// a person to fill from public knowledge: they are never taken from the data.
+///
+/// The file is read as the engine reads it (quoted fields whole, an empty
+/// field a missing value), and a column is drafted `integer` or `real` only
+/// if every value present in the first 1,000 rows converts to that type as
+/// the engine converts it; otherwise `text`, which reads every value.
+pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
+    let names = crate::private_table::csv_header(csv_path)?;
+    let kinds = drafted_kinds(csv_path, &names)?;
+    let file_name = csv_path.file_name().map_or_else(
+        || csv_path.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    let mut draft = format!(
+        "# Drafted by `dpkit describe` from the header of {file_name}.\n\
+         # Fill in what is PUBLIC knowledge: bounds and domains must not come from the data.\n\n\
+         [table]\nname = \"{table}\"\nfile = \"{file_name}\"\n\n\
+         # One row per person. If a person can have several rows, use instead:\n\
+         # kind = \"id\", column = \"person_id\", max_rows_per_person = 5\n\
+         [privacy_unit]\nkind = \"row\"\n\n\
+         # Each analyst's total privacy budget.\n[budget]\nepsilon = 1.0\ndelta = 1e-6\n"
+    );
+    for (name, drafted) in names.iter().zip(&kinds) {
+        let name = name.as_str();
+        let bare = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let key = if bare {
+            name.to_string()
+        } else {
+            format!("\"{}\"", name.replace('"', "\\\""))
+        };
+        let (type_name, hint) = match drafted.kind {
+            ColumnKind::Integer => (
+                "integer",
+                "# bounds = [low, high]   # public bounds, needed to SUM, AVG or bin it",
+            ),
+            ColumnKind::Real => (
+                "real",
+                "# bounds = [low, high]   # public bounds, needed to SUM or AVG it",
+            ),
+            ColumnKind::Text => (
+                "text",
+                "# domain = [\"…\", \"…\"]  # the public list of values, to GROUP BY it without thresholding\n\
+                 # max_length = 1024        # characters a value keeps (longer ones are cut); 1024 by default",
+            ),
+        };
+        draft.push_str(&format!(
+            "\n[columns.{key}]\ntype = \"{type_name}\"\n{hint}\n"
+        ));
+        if drafted.kind != ColumnKind::Text && !drafted.markers.is_empty() {
+            draft.push_str(&format!(
+                "# {} marks a missing value here: read as NULL, as is any value that is not a number\n",
+                drafted.markers.join(", ")
+            ));
+        }
+    }
+    Ok(draft)
+}
+
+/// Rows of the file `dpkit describe` reads to draft each column's type.
+const DRAFTED_ROWS: usize = 1000;
+
+/// Each column's type for the draft: the narrowest of integer, real and
+/// text that every value present in the first [`DRAFTED_ROWS`] rows
+/// converts to through the engine's own conversion (`TRY_CAST` from text),
+/// and text for a column with no value there ([`drafted_kind`]).
+fn drafted_kinds(csv_path: &Path, names: &[String]) -> Result<Vec<Drafted>> {
+    use datafusion::arrow::csv::ReaderBuilder;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let unreadable = || {
+        QueryError::Unreadable(format!(
+            "{}: its first {DRAFTED_ROWS} rows are not CSV with the header's number of fields",
+            csv_path.display()
+        ))
+    };
+    let fields: Vec<Field> = names
+        .iter()
+        .map(|n| Field::new(n, DataType::Utf8, true))
+        .collect();
+    let file = std::fs::File::open(csv_path)
+        .map_err(|e| QueryError::Unreadable(format!("cannot read {}: {e}", csv_path.display())))?;
+    let mut reader = ReaderBuilder::new(std::sync::Arc::new(Schema::new(fields)))
+        .with_header(true)
+        .with_batch_size(DRAFTED_ROWS)
+        .build(file)
+        .map_err(|_| unreadable())?;
+    let Some(batch) = reader.next() else {
+        let text = || Drafted {
+            kind: ColumnKind::Text,
+            markers: Vec::new(),
+        };
+        return Ok(names.iter().map(|_| text()).collect());
+    };
+    let batch = batch.map_err(|_| unreadable())?;
+    Ok(batch.columns().iter().map(drafted_kind).collect())
+}
+
+/// How data files commonly write a missing value (R's `NA`, Adult's `?`,
+/// and others): public conventions, which a column of numbers may hold
+/// and still be drafted as numbers (the engine reads them as NULL).
+const MISSING_MARKERS: [&str; 8] = ["NA", "N/A", "n/a", "null", "NULL", "None", "?", "-"];
+
+/// A column's drafted type, and the missing-value markers found in it.
+struct Drafted {
+    kind: ColumnKind,
+    markers: Vec<&'static str>,
+}
+
+/// The narrowest type every value present in `column` (text) converts to,
+/// an empty field or a [`MISSING_MARKERS`] value counting as missing.
+fn drafted_kind(column: &datafusion::arrow::array::ArrayRef) -> Drafted {
+    use datafusion::arrow::array::{Array, AsArray, StringArray};
+    use datafusion::arrow::compute::{CastOptions, cast_with_options};
+    use datafusion::arrow::datatypes::DataType;
+    let mut markers = Vec::new();
+    let present: StringArray = column
+        .as_string::<i32>()
+        .iter()
+        .flatten()
+        .filter(|v| match MISSING_MARKERS.iter().find(|m| **m == *v) {
+            Some(marker) => {
+                if !markers.contains(marker) {
+                    markers.push(*marker);
+                }
+                false
+            }
+            None => !v.is_empty(),
+        })
+        .map(Some)
+        .collect();
+    // A value that does not convert becomes NULL, as under TRY_CAST.
+    let converts = |to: &DataType| {
+        cast_with_options(&present, to, &CastOptions::default()).is_ok_and(|c| c.null_count() == 0)
+    };
+    let kind = if present.is_empty() {
+        ColumnKind::Text
+    } else if converts(&DataType::Int64) {
+        ColumnKind::Integer
+    } else if converts(&DataType::Float64) {
+        ColumnKind::Real
+    } else {
+        ColumnKind::Text
+    };
+    Drafted { kind, markers }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::description::Description;
+
+    /// A quoted field keeps its comma, and an empty field or `NA` is a
+    /// missing value: `mass` (with an `NA` and a `3750.0`) is real, `year`
+    /// (with a blank) an integer; a column with no value is text.
+    #[test]
+    fn drafts_read_quoted_fields_whole_and_blanks_as_missing_values() {
+        let folder = std::env::temp_dir().join(format!("dpkit-draft-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let csv = folder.join("penguins.csv");
+        std::fs::write(
+            &csv,
+            "species,\"note\",mass,year,empty\n\
+             Adelie,\"a, b\",3750,2007,\n\
+             Gentoo,c,NA,2008,\n\
+             Chinstrap,\"d\",3750.0,,\n",
+        )
+        .unwrap();
+        let draft = draft_from_csv(&csv, "penguins").unwrap();
+        for (column, kind) in [
+            ("species", "text"),
+            ("note", "text"),
+            ("mass", "real"),
+            ("year", "integer"),
+            ("empty", "text"),
+        ] {
+            let line = format!("[columns.{column}]\ntype = \"{kind}\"");
+            assert!(draft.contains(&line), "{line} in {draft}");
+        }
+        assert!(draft.contains("# NA marks a missing value here"), "{draft}");
+        let description = Description::from_toml(&draft, &folder).unwrap();
+        assert_eq!(description.columns.len(), 5);
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+}

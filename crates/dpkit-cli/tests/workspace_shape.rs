@@ -1,7 +1,9 @@
 //! The workspace's shape, checked on its source: no crate holds more than a
-//! third of the source lines, and no two files of a crate import each other
-//! (directly or around a circle), so that each file can be read knowing
-//! only what it imports.
+//! third of the source lines, and no file of a crate imports, directly or
+//! around a circle, a file that imports it back (a child reading what its
+//! own parent module declares is not counted), so that each file can be
+//! read knowing only what it imports. Imports are read from `crate::` and
+//! `super::` paths, grouped imports expanded and re-exports followed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -67,7 +69,55 @@ fn code(text: &str) -> String {
         .join("\n")
 }
 
-/// The `crate::…` and `super::…` paths written in `code`, as segments.
+/// The paths a use tree at `code[at..]` names, expanded: `a::{b, c::d}`
+/// is `a::b` and `a::c::d`. Returns them and where the tree ends.
+fn use_tree(code: &[u8], mut at: usize) -> (Vec<Vec<String>>, usize) {
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut prefix: Vec<String> = Vec::new();
+    loop {
+        while code.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        if code.get(at) == Some(&b'{') {
+            let mut all = Vec::new();
+            at += 1;
+            loop {
+                while code
+                    .get(at)
+                    .is_some_and(|&b| b.is_ascii_whitespace() || b == b',')
+                {
+                    at += 1;
+                }
+                match code.get(at) {
+                    None => return (all, at),
+                    Some(b'}') => return (all, at + 1),
+                    Some(_) => {}
+                }
+                let (inner, next) = use_tree(code, at);
+                at = if next == at { at + 1 } else { next };
+                all.extend(
+                    inner
+                        .into_iter()
+                        .map(|tail| [prefix.clone(), tail].concat()),
+                );
+            }
+        }
+        let start = at;
+        while code.get(at).copied().is_some_and(is_word) {
+            at += 1;
+        }
+        if at > start {
+            prefix.push(String::from_utf8_lossy(&code[start..at]).into_owned());
+        }
+        if at == start || code.get(at..at + 2) != Some(b"::".as_slice()) {
+            return (vec![prefix], at);
+        }
+        at += 2;
+    }
+}
+
+/// The `crate::…` and `super::…` paths written in `code`, as segments,
+/// with grouped imports expanded.
 fn paths(code: &str) -> Vec<Vec<String>> {
     let bytes = code.as_bytes();
     let mut found = Vec::new();
@@ -77,56 +127,97 @@ fn paths(code: &str) -> Vec<Vec<String>> {
             from = at + start.len();
             let boundary =
                 at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
-            if !boundary {
-                continue;
+            if boundary {
+                found.extend(use_tree(bytes, at).0.into_iter().filter(|p| p.len() > 1));
             }
-            let rest = &code[at..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
-                .unwrap_or(rest.len());
-            let segments = rest[..end]
-                .split("::")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect();
-            found.push(segments);
         }
     }
     found
 }
 
-/// Which modules of one crate each module imports (the longest module
-/// prefix of each path it writes), leaving out its own ancestors.
-fn imports(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
-    let files = rust_files(src);
-    let modules: BTreeMap<Vec<String>, PathBuf> = files
-        .iter()
-        .map(|file| (module_of(src, file), file.clone()))
-        .collect();
-    let mut graph = BTreeMap::new();
-    for (module, file) in &modules {
+/// The paths a module re-exports (`pub use …;` and `pub(crate) use …;`),
+/// as written.
+fn reexports(code: &str) -> Vec<Vec<String>> {
+    let bytes = code.as_bytes();
+    let mut found = Vec::new();
+    for start in ["pub use ", "pub(crate) use ", "pub(super) use "] {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(start).map(|i| i + from) {
+            from = at + start.len();
+            found.extend(use_tree(bytes, from).0);
+        }
+    }
+    found
+}
+
+/// The module a path written in `module` leads to: the longest prefix that
+/// is a module, followed through a re-export of the next name if there is
+/// one (`crate::Name` re-exported at the root from `crate::a`).
+fn resolve(
+    module: &[String],
+    path: &[String],
+    modules: &BTreeMap<Vec<String>, PathBuf>,
+    exported: &BTreeMap<(Vec<String>, String), Vec<String>>,
+) -> Option<Vec<String>> {
+    let (base, rest): (Vec<String>, &[String]) = match path[0].as_str() {
+        "crate" => (Vec::new(), &path[1..]),
         // `super` of `a/b.rs` (module a::b) and of `a/b/mod.rs` (module
         // a::b) is both times `a`.
-        let parent = &module[..module.len().saturating_sub(1)];
-        let mut targets = BTreeSet::new();
-        for path in paths(&code(&std::fs::read_to_string(file).unwrap())) {
-            let base: Vec<String> = match path[0].as_str() {
-                "crate" => Vec::new(),
-                _ => parent.to_vec(),
-            };
-            let rest = &path[1..];
-            let target = (1..=rest.len()).rev().find_map(|k| {
-                let mut candidate = base.clone();
-                candidate.extend_from_slice(&rest[..k]);
-                modules.contains_key(&candidate).then_some(candidate)
-            });
-            if let Some(target) = target
-                && !module.starts_with(&target)
+        "super" => (
+            module[..module.len().saturating_sub(1)].to_vec(),
+            &path[1..],
+        ),
+        "self" => (module.to_vec(), &path[1..]),
+        // A path from the module itself, as `pub use` in lib.rs writes them.
+        _ => (module.to_vec(), path),
+    };
+    let k = (0..=rest.len()).rev().find(|&k| {
+        let candidate = [base.clone(), rest[..k].to_vec()].concat();
+        modules.contains_key(&candidate)
+    })?;
+    let target = [base, rest[..k].to_vec()].concat();
+    match rest.get(k) {
+        Some(name) => Some(
+            exported
+                .get(&(target.clone(), name.clone()))
+                .cloned()
+                .unwrap_or(target),
+        ),
+        None => Some(target),
+    }
+}
+
+/// Which modules of one crate each module imports, leaving out its own
+/// ancestors (a child reads what its parent declares; that is not a circle).
+fn imports(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let modules: BTreeMap<Vec<String>, PathBuf> = rust_files(src)
+        .into_iter()
+        .map(|file| (module_of(src, &file), file))
+        .collect();
+    let codes: BTreeMap<&Vec<String>, String> = modules
+        .iter()
+        .map(|(module, file)| (module, code(&std::fs::read_to_string(file).unwrap())))
+        .collect();
+    let none = BTreeMap::new();
+    let mut exported = BTreeMap::new();
+    for (module, code) in &codes {
+        for path in reexports(code) {
+            if let (Some(name), Some(target)) =
+                (path.last(), resolve(module, &path, &modules, &none))
+                && name != "self"
             {
-                targets.insert(target);
+                exported.insert(((*module).clone(), name.clone()), target);
             }
         }
-        graph.insert(module.clone(), targets);
+    }
+    let mut graph = BTreeMap::new();
+    for (module, code) in &codes {
+        let targets = paths(code)
+            .iter()
+            .filter_map(|path| resolve(module, path, &modules, &exported))
+            .filter(|target| !module.starts_with(target))
+            .collect();
+        graph.insert((*module).clone(), targets);
     }
     graph
 }
@@ -199,15 +290,37 @@ fn a_circle_of_imports_is_found() {
 
 #[test]
 fn paths_are_read_from_code_and_not_comments_or_tests() {
-    let text = "use crate::a::B;\n// crate::c\nfn f() { super::d::e(); }\n#[cfg(test)]\nmod tests { use crate::z; }";
+    let text = "use crate::a::B;\n// crate::c\nfn f() { super::d::e(); }\n\
+                use crate::{g::H, i::{j, k::L}};\n#[cfg(test)]\nmod tests { use crate::z; }";
     let found = paths(&code(text));
+    let shown: Vec<String> = found.iter().map(|p| p.join("::")).collect();
     assert_eq!(
-        found,
-        vec![
-            vec!["crate".to_string(), "a".into(), "B".into()],
-            vec!["super".to_string(), "d".into(), "e".into()],
+        shown,
+        [
+            "crate::a::B",
+            "crate::g::H",
+            "crate::i::j",
+            "crate::i::k::L",
+            "super::d::e"
         ]
     );
+}
+
+/// A file whose sibling it imports through a root re-export
+/// (`crate::Name`) imports it back: the circle is found.
+#[test]
+fn a_circle_through_a_reexport_is_found() {
+    let src = std::env::temp_dir().join(format!("dpkit-shape-{}", std::process::id()));
+    std::fs::create_dir_all(&src).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).unwrap();
+    write("lib.rs", "mod a;\nmod b;\npub use a::Answer;\n");
+    write("a.rs", "use crate::b::helper;\npub struct Answer;\n");
+    write("b.rs", "use crate::{Answer};\npub fn helper() {}\n");
+    let graph = imports(&src);
+    assert!(circle(&graph).is_some(), "{graph:?}");
+    write("b.rs", "pub fn helper() {}\n");
+    assert_eq!(circle(&imports(&src)), None);
+    std::fs::remove_dir_all(&src).unwrap();
 }
 
 #[test]

@@ -524,8 +524,10 @@ impl QueryEngine {
         };
         let outcome = self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng);
         let kept = match &outcome {
-            // Refunded: nothing to keep.
-            Err(QueryError::Unreadable(_)) => {
+            // Refunded, or its refund failed (the ledger's own error):
+            // nothing was released, so nothing is kept, and asked again the
+            // request runs under the charge it already has.
+            Err(QueryError::Unreadable(_) | QueryError::Ledger { .. }) => {
                 return outcome.map(|table| OnceAnswer {
                     table,
                     replay: false,

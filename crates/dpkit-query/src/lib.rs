@@ -39,7 +39,6 @@ mod hints;
 pub mod plan;
 mod private_table;
 
-pub use backend::{Flavour, RemotePlan};
 pub use description::Description;
 pub use dpkit_ledger::Ledger;
 pub use dpkit_release::{MechanismChoice, ReleaseSettings, ReleasedTable};

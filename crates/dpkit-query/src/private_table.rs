@@ -10,7 +10,7 @@
 //!   NULL. Columns the description does not list are text, and text values
 //!   are cut to their column's `max_length` (1,024 characters by default),
 //!   so that what an expression builds from one row, and the time it takes,
-//!   stays within what `total` bounds at planning.
+//!   stays within what `dpkit_total` bounds at planning.
 //! - **The per-person cap is applied on the scan**, by the described id
 //!   column, before any filter or subquery of the query: a query that
 //!   renames or recomputes the id (`random() AS pid`) cannot switch it off.

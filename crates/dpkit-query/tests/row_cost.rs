@@ -1,13 +1,13 @@
 //! What one row can cost, timed: for every allowed text function, a column
 //! whose `max_length` puts the function at the planning bound
-//! (`total::MAX_WORK` units), filled with the values that cost it most,
+//! (`dpkit_total::MAX_WORK` units), filled with the values that cost it most,
 //! and the query's time per row against the bound. Twice that length is
 //! refused at planning.
 //!
 //! Timings are the least of several runs (interference only adds time)
 //! over a few hundred rows, less a plain query over the same rows, which
 //! reads them too. The bound allows 4 ns per unit, against the 1–2 ns the
-//! weights were set from (`src/total_work.rs`), so that a slower or busier
+//! weights were set from (`crates/dpkit-total/src/work.rs`), so that a slower or busier
 //! machine does not fail it; a pattern or function whose cost grows with
 //! anything but the bytes it reads (a backtracking regex, a string built
 //! without bound) is many times over it. `--no-capture` prints the figures

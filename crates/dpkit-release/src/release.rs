@@ -11,7 +11,7 @@ use dpkit_core::lattice::GridValue;
 
 use crate::error::Result;
 use crate::measured::{KeySelection, MeasuredQuery, OutputColumn, QuantileRole};
-pub(crate) use crate::noise_plan::Noise;
+use crate::noise_plan::Noise;
 use crate::noise_plan::NoisePlan;
 use crate::{Cell, ReleasedTable};
 

@@ -659,7 +659,7 @@ impl<'a> Totaliser<'a> {
         let name = function.name().to_ascii_lowercase();
         if !ALLOWED_FUNCTIONS.contains(&name.as_str()) {
             return Err(refuse(format!(
-                "{}() is not allowed in a private query (the manual lists the allowed functions: docs/book/src/query/sql.md)",
+                "{}() is not allowed in a private query (the manual lists the allowed functions, under \"The SQL accepted\")",
                 name.to_uppercase()
             )));
         }

@@ -61,7 +61,7 @@ pub(crate) fn expr(
                 // Named by `planned` from the planner's own shapes.
                 "dpkit_cut_text" | "dpkit_cell" | "dpkit_square" => Ok(Transformed::no(expr)),
                 // Patterns run as bounded automata by dpkit (see
-                // `crate::matcher`); a database's own matcher could take
+                // `dpkit_total`'s matcher); a database's own matcher could take
                 // time that grows with the pattern.
                 "dpkit_regex" => Err(unavailable("a regular expression")),
                 "dpkit_like" => Err(unavailable(
@@ -90,7 +90,7 @@ pub(crate) fn expr(
         }
         // PostgreSQL raises an error on a pattern that ends in its escape
         // character; DataFusion does not. Patterns are literals (see
-        // `total`), so one without a backslash is safe.
+        // `dpkit_total`), so one without a backslash is safe.
         Expr::Like(like) if like.escape_char.is_some() || !plain_pattern(&like.pattern) => {
             Err(unavailable("a LIKE pattern with ESCAPE or a backslash"))
         }

@@ -27,7 +27,7 @@ pub(super) struct Keys {
     pub(super) names: Vec<String>,
     /// How keys are chosen.
     pub(super) selection: KeySelection,
-    /// Their work per row (see `crate::total_work`).
+    /// Their work per row (see `dpkit_total::MAX_WORK`).
     pub(super) work: u64,
 }
 

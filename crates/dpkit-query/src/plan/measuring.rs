@@ -17,7 +17,7 @@ pub(super) struct Measured {
     pub(super) exprs: Vec<Expr>,
     /// Which measurements each aggregate uses.
     pub(super) measurement_of: Vec<Vec<usize>>,
-    /// The aggregates' arguments' work per row (see `crate::total_work`).
+    /// The aggregates' arguments' work per row (see `dpkit_total::MAX_WORK`).
     pub(super) work: u64,
 }
 

@@ -36,10 +36,12 @@ use dpkit_total::{Size, Sizes};
 pub struct PrivateQuery {
     /// What is measured and released (the privacy step's input).
     pub measured: MeasuredQuery,
-    /// The rewritten plan: keys, then one column per measurement.
-    pub plan: LogicalPlan,
+    /// The rewritten plan: keys, then one column per measurement. Not
+    /// public: run as it is, it gives exact answers around the ledger
+    /// ([`PrivateQuery::explanation`] shows it).
+    pub(crate) plan: LogicalPlan,
     /// The plan as the SQL a database runs, when the table lives in one.
-    pub remote: Option<crate::backend::RemotePlan>,
+    pub(crate) remote: Option<crate::backend::RemotePlan>,
 }
 
 impl PrivateQuery {

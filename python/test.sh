@@ -3,22 +3,21 @@
 # runs its pytest suite and doctests against the installed wheel.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-# The client's tests start a real `dpkit serve`: the binary of the main build.
-main_target="${CARGO_TARGET_DIR:-$HOME/.cache/dpkit/target}"
-(cd "$here/.." && CARGO_TARGET_DIR="$main_target" cargo build -q -p dpkit-cli)
-export DPKIT_BIN="$main_target/debug/dpkit"
-# The wheel embeds the query engine. Built in the dev profile into the same
+# The wheel embeds the whole tool. Built in the dev profile into the main
 # target, it reuses the DataFusion that the workspace's tests compiled, as
 # long as it asks for the same features of shared crates.
 bash "$here/feature-check.sh"
 venv="$HOME/.cache/dpkit/py-test-venv"
-export CARGO_TARGET_DIR="$main_target"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/dpkit/target}"
 wheels="$(mktemp -d)"
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q maturin numpy pandas pyarrow pytest
 "$venv/bin/maturin" build -q --profile dev -m "$here/Cargo.toml" --out "$wheels"
 "$venv/bin/pip" install -q "$wheels"/dpkit-*.whl
+# The tests that start `dpkit serve` or run `dpkit query` use the command the
+# wheel installed, as a Python user would.
+export DPKIT_BIN="$venv/bin/dpkit"
 # From elsewhere, so that the source folder cannot stand in for the wheel.
 cd "$(mktemp -d)"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/tests"

@@ -3,6 +3,7 @@
 //! (or, only under a name that says so, a seeded one for tests).
 
 mod choices;
+mod command;
 mod generator;
 mod query;
 mod sensitivity;
@@ -239,5 +240,6 @@ fn _dpkit(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(query::_query, module)?)?;
     module.add_function(wrap_pyfunction!(query::_explain, module)?)?;
     module.add_function(wrap_pyfunction!(query::_budget, module)?)?;
+    module.add_function(wrap_pyfunction!(command::_run_command, module)?)?;
     module.add("QueryError", module.py().get_type::<query::QueryError>())
 }

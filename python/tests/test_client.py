@@ -1,6 +1,6 @@
 """dpkit.Client against a real `dpkit serve`, started by the test on a free
-loopback port and stopped by it (the binary comes from DPKIT_BIN, which
-python/test.sh sets)."""
+loopback port and stopped by it (the command comes from DPKIT_BIN, which
+python/test.sh points at the one the wheel installs)."""
 
 import os
 import pathlib
@@ -18,7 +18,7 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 def server():
     binary = os.environ.get("DPKIT_BIN")
     assert binary and pathlib.Path(binary).exists(), (
-        "set DPKIT_BIN to the dpkit binary (python/test.sh builds it)"
+        "set DPKIT_BIN to the dpkit command (python/test.sh does)"
     )
     folder = pathlib.Path(tempfile.mkdtemp(prefix="dpkit-client-"))
     config = folder / "serve.toml"

@@ -30,6 +30,8 @@ pub mod auditor;
 pub mod bounds;
 pub mod error;
 pub mod event;
+#[cfg(feature = "queries")]
+pub mod query;
 pub mod search;
 pub mod targets;
 

@@ -131,7 +131,7 @@ pub fn run(args: &AuditArgs) -> Result<bool> {
 /// `dpkit audit --query`: the query on two neighbouring tables, through the
 /// whole query path (`dpkit_query::audit`).
 fn run_query(args: &AuditArgs, sql: &str) -> Result<bool> {
-    use dpkit_query::audit::{QueryAudit, audit_query, cell};
+    use dpkit_audit::query::{QueryAudit, audit_query, cell};
     use dpkit_query::{Description, MechanismChoice, QueryEngine, ReleaseSettings};
     if args.plot.is_some() {
         bail!("--plot draws mechanism audits only");

@@ -217,6 +217,7 @@ impl QueryEngine {
 
     /// The DataFusion session over the private table: for running
     /// non-private comparisons in benchmarks, through `internals`.
+    #[cfg(feature = "internals")]
     pub(crate) fn session(&self) -> &SessionContext {
         &self.context
     }

@@ -40,9 +40,6 @@ pub enum QueryError {
         "the query failed while running; its cost is kept, because whether it fails can depend on the private data ({0})"
     )]
     FailedWhileRunning(String),
-    /// The end-to-end auditor could not run.
-    #[error("audit: {0}")]
-    Audit(String),
     /// A mechanism rejected its parameters (ε, δ, confidence).
     #[error(transparent)]
     Mechanism(#[from] dpkit_core::Error),

@@ -26,7 +26,6 @@
 //! println!("{}", answer.to_text());
 //! ```
 
-pub mod audit;
 mod backend;
 mod clamp;
 mod cut_text;
@@ -46,8 +45,9 @@ pub use engine::{OnceAnswer, QueryEngine, RunLimits};
 pub use error::{QueryError, Result};
 
 /// Hooks for dpkit's own tests and benchmarks, not part of the API: each
-/// reaches the private table around the ledger.
-#[doc(hidden)]
+/// reaches the private table around the ledger, so they exist only with the
+/// non-default `internals` feature, which only dpkit's tests switch on.
+#[cfg(feature = "internals")]
 pub mod internals {
     use datafusion::prelude::SessionContext;
     use dpkit_release::ExactGroups;

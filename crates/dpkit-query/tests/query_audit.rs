@@ -12,9 +12,9 @@ mod fixture;
 
 use std::sync::Mutex;
 
+use dpkit_audit::query::{QueryAudit, Statistic, audit_query, cell};
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_planted::{Hole, clear, plant};
-use dpkit_query::audit::{QueryAudit, Statistic, audit_query, cell};
 use dpkit_query::{MechanismChoice, QueryEngine, ReleaseSettings};
 use dpkit_release::{Cell, ReleasedTable};
 use fixture::Fixture;

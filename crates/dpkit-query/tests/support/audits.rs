@@ -10,8 +10,8 @@
 //! 10⁻⁶, and with the seed fixed never flakes.
 #![allow(dead_code)]
 
+use dpkit_audit::query::{QueryAudit, Statistic, audit_query, cell};
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::audit::{QueryAudit, Statistic, audit_query, cell};
 use dpkit_query::{MechanismChoice, QueryEngine, ReleaseSettings};
 use dpkit_release::ReleasedTable;
 

@@ -102,7 +102,7 @@ impl From<QueryError> for ApiError {
                 "data_unavailable",
                 "the data could not be read; nothing was charged",
             ),
-            QueryError::Description(_) | QueryError::Ledger { .. } | QueryError::Audit(_) => {
+            QueryError::Description(_) | QueryError::Ledger { .. } => {
                 // For the curator's log: these name files, never data values.
                 let line = format!("dpkit serve: internal error: {message}\n");
                 let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());

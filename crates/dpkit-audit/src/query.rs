@@ -1,7 +1,9 @@
 //! The end-to-end query auditor: one SQL query run many times on two
 //! neighbouring tables, through the whole query path (planning, the engine,
 //! the noise, key selection, post-processing), and a lower confidence
-//! bound on the ε it really provides, from [`dpkit_audit`].
+//! bound on the ε it really provides, from [`audit`](crate::audit). It needs
+//! the engine's exact, uncharged answers, so it comes with the `queries`
+//! feature (which the `dpkit` command line switches on), never with the engine.
 //!
 //! Everything the analyst sees is an output here: an answer, a refusal or
 //! a failure. A statistic maps each answer to a number (a cell, how many
@@ -10,7 +12,7 @@
 //! as visible to the auditor as it is to an attacker.
 //!
 //! ```no_run
-//! use dpkit_query::audit::{QueryAudit, audit_query, cell};
+//! use dpkit_audit::query::{QueryAudit, audit_query, cell};
 //! use dpkit_query::{Description, QueryEngine, ReleaseSettings, MechanismChoice};
 //! use dpkit_core::rng::InsecureSeededRng;
 //! let first = QueryEngine::open(Description::load("with.toml".as_ref()).unwrap()).unwrap();
@@ -21,13 +23,13 @@
 //! assert!(!report.violation_found());
 //! ```
 
-use dpkit_audit::{AuditReport, AuditSettings, NeighbouringOutputs};
 use dpkit_core::accounting::PrivacyLoss;
+use dpkit_query::QueryEngine;
+use dpkit_query::internals::exact;
+use dpkit_release::{Cell, ReleaseSettings, ReleasedTable, plan_noise, release};
 use rand_core::CryptoRng;
 
-use crate::engine::QueryEngine;
-use crate::error::{QueryError, Result};
-use dpkit_release::{Cell, ReleaseSettings, ReleasedTable, plan_noise, release};
+use crate::{AuditReport, AuditSettings, NeighbouringOutputs, Result};
 
 /// The statistic of a query that failed or was refused.
 pub const FAILED: f64 = -1e300;
@@ -79,15 +81,15 @@ fn outputs<R: CryptoRng + ?Sized>(
     audit: &QueryAudit<'_>,
     statistic: &Statistic<'_>,
     rng: &mut R,
-) -> Result<(Vec<f64>, Option<PrivacyLoss>)> {
+) -> (Vec<f64>, Option<PrivacyLoss>) {
     let planned = engine
         .plan(audit.sql)
         .and_then(|query| Ok((plan_noise(&query.measured, &audit.settings)?, query)));
     let Ok((noise, query)) = planned else {
-        return Ok((vec![FAILED; audit.samples], None));
+        return (vec![FAILED; audit.samples], None);
     };
-    let Ok(exact) = engine.exact(&query) else {
-        return Ok((vec![FAILED; audit.samples], Some(noise.cost)));
+    let Ok(exact) = exact(engine, &query) else {
+        return (vec![FAILED; audit.samples], Some(noise.cost));
     };
     let mut values = Vec::with_capacity(audit.samples);
     for _ in 0..audit.samples {
@@ -100,7 +102,7 @@ fn outputs<R: CryptoRng + ?Sized>(
         );
         values.push(answer.as_ref().map_or(FAILED, statistic));
     }
-    Ok((values, Some(noise.cost)))
+    (values, Some(noise.cost))
 }
 
 /// Audits `audit.sql` on two neighbouring tables and reports the lower
@@ -112,8 +114,8 @@ pub fn audit_query<R: CryptoRng + ?Sized>(
     statistic: &Statistic<'_>,
     rng: &mut R,
 ) -> Result<AuditReport> {
-    let (first_values, first_cost) = outputs(first, audit, statistic, rng)?;
-    let (second_values, second_cost) = outputs(second, audit, statistic, rng)?;
+    let (first_values, first_cost) = outputs(first, audit, statistic, rng);
+    let (second_values, second_cost) = outputs(second, audit, statistic, rng);
     let declared = match first_cost.or(second_cost) {
         Some(cost) => cost,
         None => PrivacyLoss::approximate(audit.settings.epsilon, audit.settings.delta)?,
@@ -130,5 +132,5 @@ pub fn audit_query<R: CryptoRng + ?Sized>(
         samples_per_input: audit.samples,
         confidence: audit.confidence,
     };
-    dpkit_audit::audit(&outputs, &settings).map_err(|e| QueryError::Audit(e.to_string()))
+    crate::audit(&outputs, &settings)
 }

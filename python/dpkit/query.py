@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import TYPE_CHECKING
 
 from . import _dpkit
@@ -42,7 +43,9 @@ def query(description: str | os.PathLike, sql: str, epsilon: float, delta: float
 
     text = _dpkit._query(os.fspath(description), sql, float(epsilon), float(delta), mechanism,
                          float(confidence), analyst, None if ledger is None else os.fspath(ledger))
-    return to_answer(json.loads(text))
+    answer = json.loads(text)
+    _warn_of(answer.pop("note"))
+    return to_answer(answer)
 
 
 def explain(description: str | os.PathLike, sql: str, epsilon: float, delta: float = 0.0,
@@ -54,8 +57,20 @@ def explain(description: str | os.PathLike, sql: str, epsilon: float, delta: flo
 
 
 def budget(description: str | os.PathLike, analyst: str = "default",
-           ledger: str | os.PathLike | None = None) -> dict:
+           ledger: str | os.PathLike | None = None, grant: bool = False) -> dict:
     """The analyst's budget on the description's dataset: total, spent and
-    remaining ε and δ, and how many queries were charged."""
-    return json.loads(_dpkit._budget(os.fspath(description), analyst,
-                                     None if ledger is None else os.fspath(ledger)))
+    remaining ε and δ, and how many queries were charged.
+
+    A ledger keeps the total it was created with: editing the description's
+    ``[budget]`` alone changes nothing (a ``UserWarning`` says so).
+    ``grant=True`` sets the ledger's total to the description's, raised or
+    lowered; what was spent stays spent."""
+    state = json.loads(_dpkit._budget(os.fspath(description), analyst,
+                                      None if ledger is None else os.fspath(ledger), bool(grant)))
+    _warn_of(state.pop("note"))
+    return state
+
+
+def _warn_of(note: str | None) -> None:
+    if note is not None:
+        warnings.warn(note, UserWarning, stacklevel=3)

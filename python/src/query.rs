@@ -46,22 +46,40 @@ fn settings(
     })
 }
 
-/// The analyst's ledger: `ledger`, or the one `dpkit query` uses by default.
+/// The analyst's ledger: `ledger`, or the one `dpkit query` uses by default,
+/// created with the description's budget. With `grant`, its total is set to
+/// the description's; without, a total that differs (the description was
+/// edited) comes back as a note for a Python warning.
 fn open_ledger(
     path: &Path,
     description: &Description,
     analyst: &str,
     ledger: Option<PathBuf>,
-) -> Result<Ledger, EngineError> {
+    grant: bool,
+) -> Result<(Ledger, Option<String>), EngineError> {
     let ledger = match ledger {
         Some(ledger) => ledger,
         None => default_path(path, &description.table, analyst)?,
     };
-    Ok(Ledger::open(
-        &ledger,
-        description.budget_epsilon,
-        description.budget_delta,
-    )?)
+    let (epsilon, delta) = (description.budget_epsilon, description.budget_delta);
+    let ledger = Ledger::open(&ledger, epsilon, delta)?;
+    if grant {
+        ledger.set_total(epsilon, delta)?;
+    }
+    let kept = ledger.state()?;
+    let note = (!kept.has_total(epsilon, delta)).then(|| {
+        format!(
+            "{} declares a total of epsilon = {}, delta = {:e}, but its ledger keeps the total \
+             it was created with (epsilon = {}, delta = {:e}); dpkit.budget(..., grant=True) \
+             sets the description's",
+            path.display(),
+            shown_epsilon(epsilon),
+            delta,
+            shown_epsilon(kept.total_epsilon),
+            kept.total_delta,
+        )
+    });
+    Ok((ledger, note))
 }
 
 /// The budget in the shape `dpkit serve` returns it.
@@ -88,7 +106,7 @@ fn answer(
     ledger: Option<PathBuf>,
 ) -> Result<String, EngineError> {
     let description = Description::load(path)?;
-    let ledger = open_ledger(path, &description, analyst, ledger)?;
+    let (ledger, note) = open_ledger(path, &description, analyst, ledger, false)?;
     let dataset = description.table.clone();
     let engine = QueryEngine::open(description)?;
     let mut rng = SecureRng::from_os()?;
@@ -105,6 +123,7 @@ fn answer(
         "charged_epsilon": table.epsilon,
         "charged_delta": table.delta,
         "budget": budget_json(&dataset, &state),
+        "note": note,
     })
     .to_string())
 }
@@ -149,19 +168,23 @@ pub(crate) fn _explain(
     .map_err(query_error)
 }
 
-/// The analyst's budget on the dataset, as JSON.
+/// The analyst's budget on the dataset, as JSON (with `grant`, after
+/// setting its total to the description's).
 #[pyfunction]
-#[pyo3(signature = (description, analyst, ledger))]
+#[pyo3(signature = (description, analyst, ledger, grant))]
 pub(crate) fn _budget(
     py: Python<'_>,
     description: PathBuf,
     analyst: &str,
     ledger: Option<PathBuf>,
+    grant: bool,
 ) -> PyResult<String> {
     py.detach(|| {
         let loaded = Description::load(&description)?;
-        let state = open_ledger(&description, &loaded, analyst, ledger)?.state()?;
-        Ok(budget_json(&loaded.table, &state).to_string())
+        let (ledger, note) = open_ledger(&description, &loaded, analyst, ledger, grant)?;
+        let mut budget = budget_json(&loaded.table, &ledger.state()?);
+        budget["note"] = json!(note);
+        Ok(budget.to_string())
     })
     .map_err(query_error)
 }

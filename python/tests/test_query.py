@@ -1,11 +1,12 @@
 """dpkit.query on the embedded engine: answers, refusals that spend nothing,
-and the same ledger as the `dpkit` command line (whose binary comes from
-DPKIT_BIN, which python/test.sh sets)."""
+and the same ledger as the `dpkit` command line (the one the wheel installs: DPKIT_BIN, which
+python/test.sh sets)."""
 
 import csv
 import os
 import pathlib
 import subprocess
+import warnings
 
 import pytest
 
@@ -34,7 +35,7 @@ def exact_sexes():
 
 def cli(*args):
     binary = os.environ.get("DPKIT_BIN")
-    assert binary and pathlib.Path(binary).exists(), "set DPKIT_BIN (python/test.sh builds it)"
+    assert binary and pathlib.Path(binary).exists(), "set DPKIT_BIN (python/test.sh points it at the wheel's command)"
     return subprocess.run([binary, *args], capture_output=True, text=True, check=True).stdout
 
 
@@ -140,3 +141,18 @@ def test_no_query_from_python_tells_whether_one_person_is_there(tmp_path, oracle
     for sql in (f"SELECT COUNT(*) FROM t WHERE {oracle}",
                 f"SELECT COUNT(CASE WHEN {oracle} THEN 1 END) FROM t"):
         assert seen(with_dan, sql) == seen(without, sql), sql
+
+
+def test_an_edited_budget_warns_and_is_granted_only_when_asked(description):
+    dpkit.query(description, SEXES, epsilon=2.0)
+    description.write_text(description.read_text().replace("epsilon = 10.0", "epsilon = 20.0"))
+    with pytest.warns(UserWarning, match=r"declares a total of epsilon = 20, delta = 1e-5, but its "
+                                         r"ledger keeps the total it was created with \(epsilon = 10,"):
+        answer = dpkit.query(description, SEXES, epsilon=1.0)
+    assert answer.attrs["budget"]["total_epsilon"] == 10.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        granted = dpkit.budget(description, grant=True)
+        assert granted["total_epsilon"] == 20.0 and granted["spent_epsilon"] == 3.0
+        assert granted["remaining_epsilon"] == 17.0 and "note" not in granted
+        dpkit.query(description, SEXES, epsilon=1.0)

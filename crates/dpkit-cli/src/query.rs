@@ -1,7 +1,7 @@
 //! `dpkit query`, `dpkit budget` and `dpkit describe`: private SQL with a
 //! budget that persists.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
@@ -99,6 +99,11 @@ enum AnswerFormat {
 pub struct BudgetArgs {
     #[command(flatten)]
     ledger: LedgerArgs,
+    /// Set the ledger's total to the description's `[budget]`, raised or
+    /// lowered (what was spent stays spent). Editing the description alone
+    /// changes nothing in a ledger that exists.
+    #[arg(long)]
+    grant: bool,
 }
 
 #[derive(Parser)]
@@ -110,21 +115,35 @@ pub struct DescribeArgs {
     name: Option<String>,
 }
 
-fn open_ledger(
-    args: &LedgerArgs,
-    description: &Description,
-    description_path: &Path,
-) -> Result<Ledger> {
+/// The analyst's ledger, created with the description's budget. With
+/// `grant`, its total is set to the description's; without, a total that
+/// differs (the description was edited) gets a note on standard error.
+fn open_ledger(args: &LedgerArgs, description: &Description, grant: bool) -> Result<Ledger> {
     let path = match &args.ledger {
         Some(path) => path.clone(),
-        None => default_path(description_path, &description.table, &args.analyst)
+        None => default_path(&args.description, &description.table, &args.analyst)
             .context("--analyst")?,
     };
-    Ok(Ledger::open(
-        &path,
-        description.budget_epsilon,
-        description.budget_delta,
-    )?)
+    let (epsilon, delta) = (description.budget_epsilon, description.budget_delta);
+    let ledger = Ledger::open(&path, epsilon, delta)?;
+    if grant {
+        ledger.set_total(epsilon, delta)?;
+        return Ok(ledger);
+    }
+    let kept = ledger.state()?;
+    if !kept.has_total(epsilon, delta) {
+        let note = format!(
+            "dpkit: note: {} declares a total of ε = {}, δ = {}, but its ledger keeps the total \
+             it was created with (ε = {}, δ = {}); `dpkit budget --grant` sets the description's\n",
+            args.description.display(),
+            shown_epsilon(epsilon),
+            small(delta),
+            shown_epsilon(kept.total_epsilon),
+            small(kept.total_delta),
+        );
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), note.as_bytes());
+    }
+    Ok(ledger)
 }
 
 fn budget_line(state: &BudgetState) -> String {
@@ -167,7 +186,7 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         },
         confidence: args.confidence,
     };
-    let ledger = open_ledger(&args.ledger, &description, &args.ledger.description)?;
+    let ledger = open_ledger(&args.ledger, &description, false)?;
     let engine = QueryEngine::open(description)?;
     if let Some(half_width) = args.target_error {
         let target = TargetError {
@@ -221,7 +240,7 @@ fn answer_text(
 /// Prints an analyst's budget.
 pub fn budget(args: &BudgetArgs) -> Result<()> {
     let description = Description::load(&args.ledger.description)?;
-    let ledger = open_ledger(&args.ledger, &description, &args.ledger.description)?;
+    let ledger = open_ledger(&args.ledger, &description, args.grant)?;
     let state = ledger.state()?;
     write_stdout(&format!(
         "{} / {}: spent ε = {}, δ = {}; {}\n",

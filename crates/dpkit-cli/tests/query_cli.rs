@@ -267,6 +267,66 @@ fn the_budget_runs_out_and_then_refuses() {
 }
 
 #[test]
+fn an_edited_budget_is_noted_and_granted_only_when_asked() {
+    let (folder, description) = description_with_budget("edited", "1");
+    let ledger = folder.join("ledger.sqlite");
+    let _ = std::fs::remove_file(&ledger);
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend([
+            "--description",
+            &description,
+            "--ledger",
+            ledger.to_str().unwrap(),
+        ]);
+        let output = dpkit(&all);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        (text(output.stdout), text(output.stderr))
+    };
+    let count = "SELECT COUNT(*) FROM adult";
+    let (answer, quiet) = run(&["query", "--epsilon", "0.25", count]);
+    assert!(
+        answer.contains("remaining ε = 0.75 of 1,") && quiet.is_empty(),
+        "{answer}{quiet}"
+    );
+    // The curator raises the budget in the file: the ledger keeps its total and says so.
+    description_with_budget("edited", "5");
+    let (kept, note) = run(&["budget"]);
+    assert!(kept.contains("remaining ε = 0.75 of 1,"), "{kept}");
+    assert!(
+        note.starts_with("dpkit: note: ")
+            && note.contains("declares a total of ε = 5, δ = 1e-5")
+            && note.contains("(ε = 1, δ = 1e-5); `dpkit budget --grant`")
+            && note.lines().count() == 1,
+        "{note}"
+    );
+    let (granted, quiet) = run(&["budget", "--grant"]);
+    assert!(
+        granted.contains("spent ε = 0.25, δ = 0; remaining ε = 4.75 of 5,") && quiet.is_empty()
+    );
+    // Lowered below what was spent: nothing is left, and the spend stays.
+    description_with_budget("edited", "0.1");
+    let (lowered, _) = run(&["budget", "--grant"]);
+    assert!(
+        lowered.contains("spent ε = 0.25, δ = 0; remaining ε = 0 of 0.1,"),
+        "{lowered}"
+    );
+    let ledger = ledger.to_str().unwrap();
+    let refused = dpkit(&[
+        "query",
+        "--description",
+        &description,
+        "--ledger",
+        ledger,
+        "--epsilon",
+        "0.01",
+        count,
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+#[test]
 fn describe_drafts_a_description_without_bounds() {
     let csv = format!(
         "{}/../../data/adult/adult.test.csv",

@@ -82,6 +82,25 @@ impl BudgetState {
     pub fn remaining_delta(&self) -> f64 {
         (self.total_delta - self.spent_delta).max(0.0)
     }
+
+    /// Whether the total granted is (`total_epsilon`, `total_delta`), with ε
+    /// compared in the ledger's units: a description whose `[budget]` was
+    /// edited after its ledger was created no longer matches.
+    ///
+    /// ```
+    /// use dpkit_ledger::Ledger;
+    /// let path = std::env::temp_dir().join(format!("doc-total-{}.sqlite", std::process::id()));
+    /// let _ = std::fs::remove_file(&path);
+    /// let state = Ledger::open(&path, 0.1 + 0.2, 1e-6).unwrap().state().unwrap();
+    /// assert!(state.has_total(0.3, 1e-6));
+    /// assert!(!state.has_total(5.0, 1e-6) && !state.has_total(0.3, 1e-5));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn has_total(&self, total_epsilon: f64, total_delta: f64) -> bool {
+        to_units("the total", total_epsilon)
+            .is_ok_and(|units| from_units(units) == self.total_epsilon)
+            && total_delta == self.total_delta
+    }
 }
 
 /// A budget ledger: a SQLite file of accounts, each with its total budget,
@@ -167,7 +186,8 @@ impl Ledger {
     /// Opens the single-account ledger at `path` (account ""), creating it
     /// with the given totals if it does not exist (totals of an existing
     /// ledger are kept: editing the description does not raise a budget
-    /// already granted). A ledger of the first layout is moved to accounts.
+    /// already granted; see [`BudgetState::has_total`] and
+    /// [`Ledger::set_total`]). A ledger of the first layout is moved to accounts.
     ///
     /// A total ε that is not finite, ≤ 0 or above [`MAX_EPSILON`], or a total
     /// δ outside `[0, 1)`, is refused before the file is touched.
@@ -197,16 +217,21 @@ impl Ledger {
     /// Grants `account` a total budget, or sets the total of an account
     /// that has one (raised or lowered: what was spent stays spent).
     pub fn grant(path: &Path, account: &str, total_epsilon: f64, total_delta: f64) -> Result<()> {
+        check_totals(total_epsilon, total_delta)?;
+        Self::connect(path, account)?.set_total(total_epsilon, total_delta)
+    }
+
+    /// Sets the total budget of this ledger's account, as [`Ledger::grant`]
+    /// does: raised or lowered, what was spent stays spent.
+    pub fn set_total(&self, total_epsilon: f64, total_delta: f64) -> Result<()> {
         let total_units = check_totals(total_epsilon, total_delta)?;
-        let ledger = Self::connect(path, account)?;
-        ledger
-            .connection
+        self.connection
             .execute(
                 "INSERT INTO accounts (account, epsilon_units, delta) VALUES (?1, ?2, ?3)
                  ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
-                params![account, total_units, total_delta],
+                params![self.account, total_units, total_delta],
             )
-            .map_err(|e| ledger.error(e))?;
+            .map_err(|e| self.error(e))?;
         Ok(())
     }
 

@@ -3,8 +3,8 @@
 # features of a crate than building the whole workspace (as the tests do):
 # the wheel would then compile DataFusion a second time, for 13 minutes.
 # Prints the crates whose features differ. The workspace's own crates are
-# left out: their tests switch on test-only features (dpkit-query's
-# `internals`), and the wheel builds them again in about a minute.
+# left out: their tests may switch on features the wheel does not ask for,
+# and rebuilding them takes about a minute, not DataFusion's thirteen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 features() {

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from typing import TYPE_CHECKING
 
 from . import _dpkit
@@ -43,9 +42,7 @@ def query(description: str | os.PathLike, sql: str, epsilon: float, delta: float
 
     text = _dpkit._query(os.fspath(description), sql, float(epsilon), float(delta), mechanism,
                          float(confidence), analyst, None if ledger is None else os.fspath(ledger))
-    answer = json.loads(text)
-    _warn_of(answer.pop("note"))
-    return to_answer(answer)
+    return to_answer(json.loads(text))
 
 
 def explain(description: str | os.PathLike, sql: str, epsilon: float, delta: float = 0.0,
@@ -65,12 +62,5 @@ def budget(description: str | os.PathLike, analyst: str = "default",
     ``[budget]`` alone changes nothing (a ``UserWarning`` says so).
     ``grant=True`` sets the ledger's total to the description's, raised or
     lowered; what was spent stays spent."""
-    state = json.loads(_dpkit._budget(os.fspath(description), analyst,
-                                      None if ledger is None else os.fspath(ledger), bool(grant)))
-    _warn_of(state.pop("note"))
-    return state
-
-
-def _warn_of(note: str | None) -> None:
-    if note is not None:
-        warnings.warn(note, UserWarning, stacklevel=3)
+    return json.loads(_dpkit._budget(os.fspath(description), analyst,
+                                     None if ledger is None else os.fspath(ledger), bool(grant)))

@@ -1,6 +1,7 @@
 //! Private SQL on the embedded engine: the same path as `dpkit query`
 //! (plan, noise plan, charge, run, release) and the same ledger file.
 
+use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 use dpkit_core::rng::SecureRng;
@@ -9,7 +10,7 @@ use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, QueryError as EngineError, ReleaseSettings,
 };
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Value, json};
 
@@ -49,7 +50,7 @@ fn settings(
 /// The analyst's ledger: `ledger`, or the one `dpkit query` uses by default,
 /// created with the description's budget. With `grant`, its total is set to
 /// the description's; without, a total that differs (the description was
-/// edited) comes back as a note for a Python warning.
+/// edited) comes back as a note, for [`warn_of`].
 fn open_ledger(
     path: &Path,
     description: &Description,
@@ -66,17 +67,10 @@ fn open_ledger(
     if grant {
         ledger.set_total(epsilon, delta)?;
     }
-    let kept = ledger.state()?;
-    let note = (!kept.has_total(epsilon, delta)).then(|| {
+    let note = ledger.state()?.edited_total(epsilon, delta).map(|edited| {
         format!(
-            "{} declares a total of epsilon = {}, delta = {:e}, but its ledger keeps the total \
-             it was created with (epsilon = {}, delta = {:e}); dpkit.budget(..., grant=True) \
-             sets the description's",
-            path.display(),
-            shown_epsilon(epsilon),
-            delta,
-            shown_epsilon(kept.total_epsilon),
-            kept.total_delta,
+            "{} {edited}; dpkit.budget(..., grant=True) sets the description's",
+            path.display()
         )
     });
     Ok((ledger, note))
@@ -96,17 +90,28 @@ fn budget_json(dataset: &str, state: &BudgetState) -> Value {
     })
 }
 
+/// A `UserWarning` with `note`, if there is one, pointing at the caller of
+/// the `dpkit` function that called in here.
+fn warn_of(py: Python<'_>, note: Option<String>) -> PyResult<()> {
+    let Some(note) = note else { return Ok(()) };
+    let note = CString::new(note).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    PyErr::warn(py, &py.get_type::<PyUserWarning>(), &note, 2)
+}
+
 /// Answers `sql` and returns it as the JSON text of `dpkit serve`'s answer,
-/// so that Python builds the same DataFrame from either.
+/// so that Python builds the same DataFrame from either. A note about the
+/// ledger's total goes to `note` even when the query is refused.
 fn answer(
     path: &Path,
     sql: &str,
     settings: &ReleaseSettings,
     analyst: &str,
-    ledger: Option<PathBuf>,
+    ledger_path: Option<PathBuf>,
+    note: &mut Option<String>,
 ) -> Result<String, EngineError> {
     let description = Description::load(path)?;
-    let (ledger, note) = open_ledger(path, &description, analyst, ledger, false)?;
+    let (ledger, found) = open_ledger(path, &description, analyst, ledger_path, false)?;
+    *note = found;
     let dataset = description.table.clone();
     let engine = QueryEngine::open(description)?;
     let mut rng = SecureRng::from_os()?;
@@ -123,7 +128,6 @@ fn answer(
         "charged_epsilon": table.epsilon,
         "charged_delta": table.delta,
         "budget": budget_json(&dataset, &state),
-        "note": note,
     })
     .to_string())
 }
@@ -144,8 +148,10 @@ pub(crate) fn _query(
     ledger: Option<PathBuf>,
 ) -> PyResult<String> {
     let settings = settings(epsilon, delta, mechanism, confidence)?;
-    py.detach(|| answer(&description, sql, &settings, analyst, ledger))
-        .map_err(query_error)
+    let mut note = None;
+    let answered = py.detach(|| answer(&description, sql, &settings, analyst, ledger, &mut note));
+    warn_of(py, note)?;
+    answered.map_err(query_error)
 }
 
 /// What the query would release and cost: text. Spends nothing.
@@ -179,12 +185,13 @@ pub(crate) fn _budget(
     ledger: Option<PathBuf>,
     grant: bool,
 ) -> PyResult<String> {
-    py.detach(|| {
-        let loaded = Description::load(&description)?;
-        let (ledger, note) = open_ledger(&description, &loaded, analyst, ledger, grant)?;
-        let mut budget = budget_json(&loaded.table, &ledger.state()?);
-        budget["note"] = json!(note);
-        Ok(budget.to_string())
-    })
-    .map_err(query_error)
+    let (budget, note) = py
+        .detach(|| {
+            let loaded = Description::load(&description)?;
+            let (ledger, note) = open_ledger(&description, &loaded, analyst, ledger, grant)?;
+            Ok((budget_json(&loaded.table, &ledger.state()?), note))
+        })
+        .map_err(query_error)?;
+    warn_of(py, note)?;
+    Ok(budget.to_string())
 }

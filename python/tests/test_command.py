@@ -41,18 +41,50 @@ def test_python_dash_m_is_the_same_command_with_the_same_exit_status(tmp_path):
     assert version.stdout.split() == ["dpkit", importlib.metadata.version("dpkit")]
 
 
+def catches_sigint(pid):
+    """Whether the process has a handler of its own for SIGINT (Python's)."""
+    status = pathlib.Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(line.split()[1] for line in status.splitlines()
+                      if line.startswith("SigCgt:")), 16)
+    return bool(caught & (1 << (signal.SIGINT - 1)))
+
+
 def test_ctrl_c_stops_a_command_that_waits_inside_rust():
     # `dpkit noise` blocks reading standard input; the interrupt must end it
-    # at once, as it ends the binary, not wait for Python's next bytecode.
+    # at once, as it ends the binary, not wait for Python's next bytecode
+    # (which never comes while Rust waits: it hangs without the fix).
     process = subprocess.Popen([command(), "noise", "--mechanism", "laplace", "--epsilon", "1",
                                 "--sensitivity", "1"], stdin=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(2.0)  # started, imported, blocked on the read
-    assert process.poll() is None
-    process.send_signal(signal.SIGINT)
     try:
+        # Wait until the extension is loaded, SIGINT is no longer Python's
+        # and the command blocks (giving up after 10 s), then a little more.
+        started = time.monotonic()
+        while not (has_loaded_dpkit(process.pid) and not catches_sigint(process.pid)
+                   and is_sleeping(process.pid)):
+            assert process.poll() is None and time.monotonic() - started < 10
+            time.sleep(0.01)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
         status = process.wait(timeout=10)
     finally:
         process.kill()
         process.stdin.close()
     assert status == -signal.SIGINT
+
+
+def has_loaded_dpkit(pid):
+    return "_dpkit" in pathlib.Path(f"/proc/{pid}/maps").read_text()
+
+
+def is_sleeping(pid):
+    return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+
+
+def test_help_and_usage_errors_return_to_python_instead_of_ending_it(capfd):
+    from dpkit._dpkit import _run_command
+
+    assert _run_command(["dpkit", "--version"]) == 0
+    assert _run_command(["dpkit", "query", "--no-such-flag"]) == 2
+    out, err = capfd.readouterr()
+    assert out.startswith("dpkit ") and "--no-such-flag" in err

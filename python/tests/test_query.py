@@ -146,13 +146,17 @@ def test_no_query_from_python_tells_whether_one_person_is_there(tmp_path, oracle
 def test_an_edited_budget_warns_and_is_granted_only_when_asked(description):
     dpkit.query(description, SEXES, epsilon=2.0)
     description.write_text(description.read_text().replace("epsilon = 10.0", "epsilon = 20.0"))
-    with pytest.warns(UserWarning, match=r"declares a total of epsilon = 20, delta = 1e-5, but its "
-                                         r"ledger keeps the total it was created with \(epsilon = 10,"):
+    note = (r"adult.toml declares a total of ε = 20, δ = 1e-5, but its ledger keeps the total it "
+            r"was created with \(ε = 10, δ = 1e-5\); dpkit.budget\(..., grant=True\)")
+    with pytest.warns(UserWarning, match=note):
         answer = dpkit.query(description, SEXES, epsilon=1.0)
     assert answer.attrs["budget"]["total_epsilon"] == 10.0
+    # Refused (7 of 10 is left): the note still comes, since it is why.
+    with pytest.warns(UserWarning, match=note), pytest.raises(dpkit.QueryError, match="remains"):
+        dpkit.query(description, SEXES, epsilon=15.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         granted = dpkit.budget(description, grant=True)
         assert granted["total_epsilon"] == 20.0 and granted["spent_epsilon"] == 3.0
-        assert granted["remaining_epsilon"] == 17.0 and "note" not in granted
-        dpkit.query(description, SEXES, epsilon=1.0)
+        assert granted["remaining_epsilon"] == 17.0
+        dpkit.query(description, SEXES, epsilon=15.0)

@@ -129,7 +129,7 @@ pub fn run(args: &AuditArgs) -> Result<bool> {
 }
 
 /// `dpkit audit --query`: the query on two neighbouring tables, through the
-/// whole query path (`dpkit_query::audit`).
+/// whole query path (`dpkit_audit::query`).
 fn run_query(args: &AuditArgs, sql: &str) -> Result<bool> {
     use dpkit_audit::query::{QueryAudit, audit_query, cell};
     use dpkit_query::{Description, MechanismChoice, QueryEngine, ReleaseSettings};

@@ -292,8 +292,9 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// Runs the `dpkit` command line on `args` (the first one is the program's
 /// name) and returns its exit status: 0 on success, 2 on an error (one line
 /// on standard error, `dpkit: error: …`), 3 when an audit finds a violation.
-/// `--help`, `--version` and a malformed command line print and end the
-/// process, as any command-line tool does.
+/// `--help` and `--version` print and return 0, a malformed command line
+/// prints clap's usage error and returns 2; nothing here ends the process,
+/// so the Python wheel can call it.
 ///
 /// ```
 /// let status = dpkit_cli::run(["dpkit", "budget", "--description", "no-such.toml"]);
@@ -304,7 +305,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = Cli::parse_from(args);
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(usage) => {
+            let _ = usage.print();
+            return u8::try_from(usage.exit_code()).unwrap_or(2);
+        }
+    };
     let result = match &cli.command {
         Command::Noise(args) => noise(args).map(|()| false),
         Command::Audit(args) => audit::run(args),

@@ -130,16 +130,10 @@ fn open_ledger(args: &LedgerArgs, description: &Description, grant: bool) -> Res
         ledger.set_total(epsilon, delta)?;
         return Ok(ledger);
     }
-    let kept = ledger.state()?;
-    if !kept.has_total(epsilon, delta) {
+    if let Some(edited) = ledger.state()?.edited_total(epsilon, delta) {
         let note = format!(
-            "dpkit: note: {} declares a total of ε = {}, δ = {}, but its ledger keeps the total \
-             it was created with (ε = {}, δ = {}); `dpkit budget --grant` sets the description's\n",
-            args.description.display(),
-            shown_epsilon(epsilon),
-            small(delta),
-            shown_epsilon(kept.total_epsilon),
-            small(kept.total_delta),
+            "dpkit: note: {} {edited}; `dpkit budget --grant` sets the description's\n",
+            args.description.display()
         );
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), note.as_bytes());
     }

@@ -324,6 +324,8 @@ fn an_edited_budget_is_noted_and_granted_only_when_asked() {
         count,
     ]);
     assert_eq!(refused.status.code(), Some(2));
+    let refusal = String::from_utf8(refused.stderr).unwrap();
+    assert!(refusal.contains("only ε = 0 of 0.1 remains"), "{refusal}");
 }
 
 #[test]

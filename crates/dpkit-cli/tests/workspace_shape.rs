@@ -3,7 +3,8 @@
 //! around a circle, a file that imports it back (a child reading what its
 //! own parent module declares is not counted), so that each file can be
 //! read knowing only what it imports. Imports are read from `crate::` and
-//! `super::` paths, grouped imports expanded and re-exports followed.
+//! `super::` paths, grouped imports expanded and re-exports followed. And
+//! only the end-to-end auditor calls dpkit-query's uncharged `internals`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -342,4 +343,35 @@ fn no_crate_holds_more_than_a_third_of_the_source_lines() {
             "{name} holds {count} of the workspace's {total} source lines, more than a third"
         );
     }
+}
+
+/// The files of the workspace's sources (not tests, benchmarks or examples)
+/// whose code names `internals`, dpkit-query's exact, uncharged answers.
+fn reaching_internals() -> BTreeSet<String> {
+    let root = root();
+    source_folders()
+        .into_iter()
+        .flat_map(|(_, src)| rust_files(&src))
+        .filter(|file| code(&std::fs::read_to_string(file).unwrap()).contains("internals"))
+        .map(|file| {
+            let relative = file.strip_prefix(&root).unwrap_or(&file);
+            relative.to_string_lossy().into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_end_to_end_auditor_reaches_exact_uncharged_answers() {
+    // Where they are defined, and the one caller.
+    let expected = [
+        "crates/dpkit-audit/src/query.rs",
+        "crates/dpkit-query/src/engine.rs",
+        "crates/dpkit-query/src/lib.rs",
+    ];
+    let found = reaching_internals();
+    assert_eq!(
+        found,
+        expected.map(String::from).into(),
+        "a serving path must never answer without charging the ledger"
+    );
 }

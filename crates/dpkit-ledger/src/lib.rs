@@ -72,6 +72,20 @@ pub fn shown_epsilon(value: f64) -> f64 {
     (value * 1e12).round() / 1e12
 }
 
+/// δ as shown to people: `0`, or in exponent notation, exactly.
+///
+/// ```
+/// assert_eq!(dpkit_ledger::shown_delta(1e-5), "1e-5");
+/// assert_eq!(dpkit_ledger::shown_delta(0.0), "0");
+/// ```
+pub fn shown_delta(value: f64) -> String {
+    if value == 0.0 {
+        "0".into()
+    } else {
+        format!("{value:e}")
+    }
+}
+
 impl BudgetState {
     /// What is left.
     pub fn remaining_epsilon(&self) -> f64 {
@@ -100,6 +114,35 @@ impl BudgetState {
         to_units("the total", total_epsilon)
             .is_ok_and(|units| from_units(units) == self.total_epsilon)
             && total_delta == self.total_delta
+    }
+
+    /// When the total granted is not (`total_epsilon`, `total_delta`), the
+    /// description's, what to tell the person who edited it: both totals,
+    /// each printed as precisely as it is compared. The caller names the
+    /// description before it and how to apply the new total after it.
+    ///
+    /// ```
+    /// # use dpkit_ledger::Ledger;
+    /// # let path = std::env::temp_dir().join(format!("doc-edited-{}.sqlite", std::process::id()));
+    /// # let _ = std::fs::remove_file(&path);
+    /// let state = Ledger::open(&path, 1.0, 1e-5).unwrap().state().unwrap();
+    /// assert_eq!(state.edited_total(1.0, 1e-5), None);
+    /// assert_eq!(
+    ///     state.edited_total(5.0, 0.0).unwrap(),
+    ///     "declares a total of ε = 5, δ = 0, but its ledger keeps the total it was created with (ε = 1, δ = 1e-5)"
+    /// );
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn edited_total(&self, total_epsilon: f64, total_delta: f64) -> Option<String> {
+        (!self.has_total(total_epsilon, total_delta)).then(|| {
+            format!(
+                "declares a total of ε = {total_epsilon}, δ = {}, but its ledger keeps the total \
+                 it was created with (ε = {}, δ = {})",
+                shown_delta(total_delta),
+                self.total_epsilon,
+                shown_delta(self.total_delta)
+            )
+        })
     }
 }
 

@@ -44,9 +44,12 @@ pub use dpkit_release::{MechanismChoice, ReleaseSettings, ReleasedTable};
 pub use engine::{OnceAnswer, QueryEngine, RunLimits};
 pub use error::{QueryError, Result};
 
-/// Hooks for dpkit's own tests and benchmarks, not part of the API: each
+/// Hooks for dpkit's tests and its auditors, not part of the API: each
 /// reaches the private table around the ledger, so they exist only with the
-/// non-default `internals` feature, which only dpkit's tests switch on.
+/// non-default `internals` feature. dpkit's tests switch it on, and so does
+/// dpkit-audit's `queries` feature (the end-to-end auditor compares
+/// neighbouring tables without charging, as a curator's tool). No serving
+/// path may call them: `workspace_shape.rs` fails if one does.
 #[cfg(feature = "internals")]
 pub mod internals {
     use datafusion::prelude::SessionContext;

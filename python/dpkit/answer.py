@@ -2,12 +2,16 @@
 ``dpkit serve``: a pandas DataFrame with the group keys, then for each
 aggregate its released value and the ends of its interval (``name``,
 ``name_low``, ``name_high``). What it cost and the budget left are in
-``attrs``; :meth:`Answer.to_arrow` gives the same table as Arrow.
+``attrs``; :meth:`Answer.to_arrow` gives the same table as Arrow. Notes
+on reading the answer (drawn from public facts only, such as a literal
+outside a column's public domain) are in ``attrs["notes"]``, each also
+given as a ``UserWarning``.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 
 import pandas as pd
 
@@ -48,4 +52,8 @@ def to_answer(answer: dict) -> Answer:
     frame = Answer(columns)
     for key in FACTS:
         frame.attrs[key] = answer[key]
+    frame.attrs["notes"] = list(answer.get("notes", []))
+    for note in frame.attrs["notes"]:
+        # Raised where the analyst called dpkit.query or Client.query.
+        warnings.warn(note, UserWarning, stacklevel=3)
     return frame

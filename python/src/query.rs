@@ -63,11 +63,8 @@ fn open_ledger(
         None => default_path(path, &description.table, analyst)?,
     };
     let (epsilon, delta) = (description.budget_epsilon, description.budget_delta);
-    let ledger = Ledger::open(&ledger, epsilon, delta)?;
-    if grant {
-        ledger.set_total(epsilon, delta)?;
-    }
-    let note = ledger.state()?.edited_total(epsilon, delta).map(|edited| {
+    let (ledger, edited) = Ledger::open_declared(&ledger, epsilon, delta, grant)?;
+    let note = edited.map(|edited| {
         format!(
             "{} {edited}; dpkit.budget(..., grant=True) sets the description's",
             path.display()
@@ -128,6 +125,7 @@ fn answer(
         "charged_epsilon": table.epsilon,
         "charged_delta": table.delta,
         "budget": budget_json(&dataset, &state),
+        "notes": table.notes,
     })
     .to_string())
 }

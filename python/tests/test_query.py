@@ -160,3 +160,15 @@ def test_an_edited_budget_warns_and_is_granted_only_when_asked(description):
         assert granted["total_epsilon"] == 20.0 and granted["spent_epsilon"] == 3.0
         assert granted["remaining_epsilon"] == 17.0
         dpkit.query(description, SEXES, epsilon=15.0)
+
+
+def test_notes_from_public_facts_come_as_warnings_and_in_attrs(description):
+    sql = "SELECT COUNT(*) AS n FROM adult WHERE sex = 'female'"
+    with pytest.warns(UserWarning, match=r"'female' is not in the public domain of sex: did you mean 'Female'\?") as caught:
+        answer = dpkit.query(description, sql, epsilon=1.0)
+    assert answer.attrs["notes"] == ["'female' is not in the public domain of sex: did you mean 'Female'?"]
+    # The warning points at the caller's line, not at dpkit's own code.
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert dpkit.query(description, SEXES, epsilon=1.0).attrs["notes"] == []

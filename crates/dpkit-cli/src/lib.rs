@@ -7,6 +7,7 @@
 //! interface is the exit status and what it writes.
 
 mod audit;
+mod check;
 mod lab;
 mod query;
 mod serve;
@@ -61,8 +62,17 @@ enum Command {
     /// Draft a data description (TOML) from a CSV file's header, for a person
     /// to complete with public bounds and domains.
     Describe(query::DescribeArgs),
+    /// Read a description's data file against it, before publishing the
+    /// description: per column, the values that do not read as the declared
+    /// type, fall outside the bounds or the domain, or are cut, with the
+    /// first row of each. For the curator: it reads the data exactly, prints
+    /// counts and row numbers (never values) and charges nothing.
+    ///
+    /// Exit status: 0 when every value is as described, 3 when some are not,
+    /// 2 on an error.
+    Check(check::CheckArgs),
     /// Serve private queries over HTTP to analysts with keys (the curator's
-    /// server), or manage its analysts: `dpkit serve analyst add|list|revoke|budget`.
+    /// server), or manage its analysts: `dpkit serve analyst add|list|revoke|rekey|budget`.
     Serve(serve::ServeArgs),
 }
 
@@ -319,6 +329,7 @@ where
         Command::Query(args) => query::query(args).map(|()| false),
         Command::Budget(args) => query::budget(args).map(|()| false),
         Command::Describe(args) => query::describe(args).map(|()| false),
+        Command::Check(args) => check::run(args),
         Command::Serve(args) => serve::serve(args).map(|()| false),
     };
     match result {

@@ -125,12 +125,8 @@ fn open_ledger(args: &LedgerArgs, description: &Description, grant: bool) -> Res
             .context("--analyst")?,
     };
     let (epsilon, delta) = (description.budget_epsilon, description.budget_delta);
-    let ledger = Ledger::open(&path, epsilon, delta)?;
-    if grant {
-        ledger.set_total(epsilon, delta)?;
-        return Ok(ledger);
-    }
-    if let Some(edited) = ledger.state()?.edited_total(epsilon, delta) {
+    let (ledger, edited) = Ledger::open_declared(&path, epsilon, delta, grant)?;
+    if let Some(edited) = edited {
         let note = format!(
             "dpkit: note: {} {edited}; `dpkit budget --grant` sets the description's\n",
             args.description.display()
@@ -213,15 +209,30 @@ fn answer_text(
     state: &BudgetState,
 ) -> Result<String> {
     Ok(match format {
-        AnswerFormat::Table => format!(
-            "{}\n{}% intervals · spent ε = {}, δ = {} · {}\n",
-            answer.to_text(),
-            answer.confidence * 100.0,
-            answer.epsilon,
-            small(answer.delta),
-            budget_line(state)
-        ),
-        AnswerFormat::Csv => answer.to_csv(),
+        AnswerFormat::Table => {
+            let mut text = format!(
+                "{}\n{}% intervals · spent ε = {}, δ = {} · {}\n",
+                answer.to_text(),
+                answer.confidence * 100.0,
+                answer.epsilon,
+                small(answer.delta),
+                budget_line(state)
+            );
+            for note in &answer.notes {
+                text.push_str(&format!("note: {note}\n"));
+            }
+            text
+        }
+        AnswerFormat::Csv => {
+            // CSV is for scripts: the notes go beside it, on standard error.
+            let notes: String = answer
+                .notes
+                .iter()
+                .map(|n| format!("dpkit: note: {n}\n"))
+                .collect();
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), notes.as_bytes());
+            answer.to_csv()
+        }
         AnswerFormat::Json => {
             let mut json = serde_json::to_value(answer).context("cannot encode the answer")?;
             json["remaining_epsilon"] = serde_json::json!(shown_epsilon(state.remaining_epsilon()));

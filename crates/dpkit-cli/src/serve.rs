@@ -20,6 +20,10 @@ pub struct ServeArgs {
     /// budget on every dataset, and print its key (kept in <state>/demo.key).
     #[arg(long)]
     demo: bool,
+    /// Where to listen, instead of the configuration's `address`
+    /// (127.0.0.1:8640 by default); port 0 picks a free one.
+    #[arg(long, value_name = "HOST:PORT")]
+    address: Option<std::net::SocketAddr>,
     #[command(subcommand)]
     command: Option<ServeCommand>,
 }
@@ -41,6 +45,12 @@ enum AnalystAction {
     List,
     /// Revoke an analyst's key: every later request with it fails.
     Revoke {
+        /// The analyst.
+        name: String,
+    },
+    /// Give an analyst a new key (printed, shown only now), revoked or not:
+    /// the old key fails from the next request on; budgets stay as they are.
+    Rekey {
         /// The analyst.
         name: String,
     },
@@ -68,7 +78,17 @@ struct GrantArgs {
 
 /// Runs `dpkit serve`.
 pub fn serve(args: &ServeArgs) -> Result<()> {
-    let config = Config::load(&args.config)?;
+    if !args.config.exists() {
+        bail!(
+            "cannot read {}: no such file; give the server's configuration with --config FILE \
+             (dpkit's repository has data/adult/serve.toml for the demo)",
+            args.config.display()
+        );
+    }
+    let mut config = Config::load(&args.config)?;
+    if let Some(address) = args.address {
+        config.address = address;
+    }
     match &args.command {
         Some(ServeCommand::Analyst { action }) => analyst(&config, action),
         None => run(&config, args.demo),
@@ -188,6 +208,13 @@ fn analyst(config: &Config, action: &AnalystAction) -> Result<()> {
         AnalystAction::Revoke { name } => {
             analysts.revoke(name)?;
             write_stdout(&format!("revoked the key of {name}\n"))
+        }
+        AnalystAction::Rekey { name } => {
+            let key = analysts.rekey(name)?;
+            write_stdout(&format!(
+                "{key}\n(the new key of analyst {name}: it is shown only now, and only its hash \
+                 is kept; the old key no longer works)\n"
+            ))
         }
         AnalystAction::List => list(config, &analysts),
     }

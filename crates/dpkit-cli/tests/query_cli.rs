@@ -168,6 +168,62 @@ fn json_and_csv_outputs_are_for_scripts() {
     assert_eq!(text.lines().count(), 3);
 }
 
+/// Issue 31: `WHERE sex = 'female'` (the domain says `Female`) was answered
+/// and charged without a word, and thresholded groups vanished without a
+/// trace. Both are said now, from public facts alone: the same notes on
+/// the table and on its neighbour without any woman, or with no one.
+#[test]
+fn notes_say_what_the_query_and_the_description_tell_and_nothing_of_the_data() {
+    let ledger = fresh_ledger("notes");
+    let output = query(
+        &ledger,
+        &["--epsilon", "1"],
+        "SELECT COUNT(*) AS n FROM adult WHERE sex = 'female' OR race IN ('white', 'Martian')",
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(
+        notes,
+        [
+            "note: 'female' is not in the public domain of sex: did you mean 'Female'?",
+            "note: 'white' is not in the public domain of race: did you mean 'White'?",
+            "note: 'Martian' is not in the public domain of race, which lists 'White', \
+             'Asian-Pac-Islander', 'Amer-Indian-Eskimo', 'Other', 'Black'",
+        ]
+    );
+    let explained = query(
+        &ledger,
+        &["--epsilon", "1", "--explain"],
+        "SELECT COUNT(*) AS n FROM adult WHERE sex = 'female'",
+    );
+    let explained = String::from_utf8(explained.stdout).unwrap();
+    assert!(explained.contains("\nNote: 'female' is not in the public domain of sex"));
+
+    let grouped = "SELECT \"native-country\", COUNT(*) AS n FROM adult GROUP BY \"native-country\"";
+    let csv = query(
+        &ledger,
+        &["--epsilon", "1", "--delta", "1e-6", "--format", "csv"],
+        grouped,
+    );
+    let err = String::from_utf8(csv.stderr).unwrap();
+    assert!(
+        err.starts_with("dpkit: note: groups are shown only when their noisy row count reaches "),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(a public domain for the key would list every group)\n"),
+        "{err}"
+    );
+    let json = query(
+        &ledger,
+        &["--epsilon", "1", "--format", "json"],
+        "SELECT COUNT(*) FROM adult",
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(value.get("notes").is_none(), "{value}");
+}
+
 #[test]
 fn bad_queries_get_one_error_line_spend_nothing_and_echo_no_data() {
     let ledger = fresh_ledger("bad");

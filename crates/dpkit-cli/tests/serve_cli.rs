@@ -153,6 +153,72 @@ fn analysts_are_added_listed_budgeted_and_revoked_from_the_command_line() {
     std::fs::remove_dir_all(&folder).unwrap();
 }
 
+/// Issue 31's traps: a revoked name could never have a key again, and the
+/// address was only in serve.toml.
+#[test]
+fn a_revoked_analyst_gets_a_new_key_and_the_address_can_be_given() {
+    let folder = setup("rekey");
+    let old = add_analyst(&folder, "ann", "5");
+    serve_command(&folder, &["analyst", "revoke", "ann"]);
+    let (ok, out, err) = serve_command(&folder, &["analyst", "rekey", "ann"]);
+    assert!(ok, "{err}");
+    let new = out.lines().next().unwrap().to_string();
+    assert!(
+        new.starts_with("dpk_") && new.len() == 68 && new != old,
+        "{out}"
+    );
+    let (_, listed, _) = serve_command(&folder, &["analyst", "list"]);
+    assert!(
+        listed.contains("ann (key made") && listed.contains(", live)"),
+        "{listed}"
+    );
+    let (ok, _, err) = serve_command(&folder, &["analyst", "rekey", "nobody"]);
+    assert!(
+        !ok && err.trim() == "dpkit: error: no analyst is named nobody",
+        "{err}"
+    );
+
+    // An address this machine does not have, replaced by --address.
+    let config = std::fs::read_to_string(folder.join("serve.toml"))
+        .unwrap()
+        .replace("127.0.0.1:0", "192.0.2.1:8640");
+    std::fs::write(folder.join("serve.toml"), config).unwrap();
+    let (mut server, _) = start_with(
+        &folder,
+        &folder.join("server.log"),
+        &["--address", "127.0.0.1:0"],
+    );
+    let body = r#"{"dataset":"adult","sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}"#;
+    for (key, status) in [(&old, 401), (&new, 200)] {
+        let answer = request(server.address, "POST", "/v1/query", Some(key), Some(body));
+        assert_eq!(answer.status, status, "{}", answer.body);
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let (_, listed, _) = serve_command(&folder, &["analyst", "list"]);
+    assert!(listed.contains("adult: spent ε = 0.5 of 5,"), "{listed}");
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn without_a_configuration_the_error_says_how_to_give_one() {
+    let folder = std::env::temp_dir().join(format!("dpkit-serve-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let output = dpkit()
+        .args(["serve", "analyst", "list"])
+        .current_dir(&folder)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        err,
+        "dpkit: error: cannot read serve.toml: no such file; give the server's configuration \
+         with --config FILE (dpkit's repository has data/adult/serve.toml for the demo)\n"
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
 #[test]
 fn the_demo_makes_its_analyst_once_and_answers_with_its_key() {
     let folder = setup("demo");

@@ -347,12 +347,13 @@ fn no_crate_holds_more_than_a_third_of_the_source_lines() {
 
 /// The files of the workspace's sources (not tests, benchmarks or examples)
 /// whose code names `internals`, dpkit-query's exact, uncharged answers.
-fn reaching_internals() -> BTreeSet<String> {
+/// The workspace's source files whose code (comments aside) holds `word`.
+fn files_naming(word: &str) -> BTreeSet<String> {
     let root = root();
     source_folders()
         .into_iter()
         .flat_map(|(_, src)| rust_files(&src))
-        .filter(|file| code(&std::fs::read_to_string(file).unwrap()).contains("internals"))
+        .filter(|file| code(&std::fs::read_to_string(file).unwrap()).contains(word))
         .map(|file| {
             let relative = file.strip_prefix(&root).unwrap_or(&file);
             relative.to_string_lossy().into_owned()
@@ -368,10 +369,22 @@ fn only_the_end_to_end_auditor_reaches_exact_uncharged_answers() {
         "crates/dpkit-query/src/engine.rs",
         "crates/dpkit-query/src/lib.rs",
     ];
-    let found = reaching_internals();
+    let found = files_naming("internals");
     assert_eq!(
         found,
         expected.map(String::from).into(),
         "a serving path must never answer without charging the ledger"
+    );
+}
+
+#[test]
+fn only_the_curators_check_command_reads_the_data_against_its_description() {
+    // `dpkit_query::check` counts private values exactly, for the curator:
+    // no serving path, and not the analyst's Python API, may call it.
+    let found = files_naming("dpkit_query::check");
+    assert_eq!(
+        found,
+        ["crates/dpkit-cli/src/check.rs".to_string()].into(),
+        "the data check is the curator's command only"
     );
 }

@@ -247,6 +247,40 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// Opens the single-account ledger at `path` for a description that
+    /// declares the totals `total_epsilon`, `total_delta`, as
+    /// [`Ledger::open`] does. With `grant`, the ledger's total is set to the
+    /// declared one first ([`Ledger::set_total`]); without it, a ledger
+    /// that keeps another total is returned with the text of
+    /// [`BudgetState::edited_total`], for the caller to show as a note.
+    ///
+    /// ```
+    /// use dpkit_ledger::Ledger;
+    /// let path = std::env::temp_dir().join(format!("doc-declared-{}.sqlite", std::process::id()));
+    /// let _ = std::fs::remove_file(&path);
+    /// let (_, note) = Ledger::open_declared(&path, 1.0, 0.0, false).unwrap();
+    /// assert_eq!(note, None);
+    /// let (_, note) = Ledger::open_declared(&path, 2.0, 0.0, false).unwrap();
+    /// assert!(note.unwrap().starts_with("declares a total of ε = 2"));
+    /// let (ledger, note) = Ledger::open_declared(&path, 2.0, 0.0, true).unwrap();
+    /// assert_eq!((note, ledger.state().unwrap().total_epsilon), (None, 2.0));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn open_declared(
+        path: &Path,
+        total_epsilon: f64,
+        total_delta: f64,
+        grant: bool,
+    ) -> Result<(Self, Option<String>)> {
+        let ledger = Self::open(path, total_epsilon, total_delta)?;
+        if grant {
+            ledger.set_total(total_epsilon, total_delta)?;
+            return Ok((ledger, None));
+        }
+        let edited = ledger.state()?.edited_total(total_epsilon, total_delta);
+        Ok((ledger, edited))
+    }
+
     /// Opens `account` in the ledger at `path`; it must have been granted
     /// (see [`Ledger::grant`]), else [`LedgerError::Budget`].
     pub fn open_account(path: &Path, account: &str) -> Result<Self> {

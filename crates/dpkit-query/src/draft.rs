@@ -24,7 +24,8 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
     );
     let mut draft = format!(
         "# Drafted by `dpkit describe` from the header of {file_name}.\n\
-         # Fill in what is PUBLIC knowledge: bounds and domains must not come from the data.\n\n\
+         # Fill in what is PUBLIC knowledge: bounds and domains must not come from the data.\n\
+         # Then `dpkit check --description <this file>` reads the data against it.\n\n\
          [table]\nname = \"{table}\"\nfile = \"{file_name}\"\n\n\
          # One row per person. If a person can have several rows, use instead:\n\
          # kind = \"id\", column = \"person_id\", max_rows_per_person = 5\n\
@@ -111,7 +112,8 @@ fn drafted_kinds(csv_path: &Path, names: &[String]) -> Result<Vec<Drafted>> {
 /// How data files commonly write a missing value (R's `NA`, Adult's `?`,
 /// and others): public conventions, which a column of numbers may hold
 /// and still be drafted as numbers (the engine reads them as NULL).
-const MISSING_MARKERS: [&str; 8] = ["NA", "N/A", "n/a", "null", "NULL", "None", "?", "-"];
+pub(crate) const MISSING_MARKERS: [&str; 8] =
+    ["NA", "N/A", "n/a", "null", "NULL", "None", "?", "-"];
 
 /// A column's drafted type, and the missing-value markers found in it.
 struct Drafted {

@@ -54,18 +54,38 @@ fn column_hint(name: &str, columns: &BTreeMap<String, ColumnFacts>) -> Option<St
     {
         return Some(needs_quotes(column));
     }
-    let allowed = (name.chars().count() / 3).clamp(1, 2);
-    columns
-        .keys()
-        .map(|c| (edits(&c.to_lowercase(), &name.to_lowercase()), c))
+    within_a_typo(name, columns.keys()).map(|column| format!("did you mean {}?", quoted(column)))
+}
+
+/// The candidate nearest to `text` but for capitals, if it is within a
+/// typo of it: one edit per three characters, at most two.
+fn within_a_typo<'c>(
+    text: &str,
+    candidates: impl Iterator<Item = &'c String>,
+) -> Option<&'c String> {
+    let lower = text.to_lowercase();
+    let allowed = (text.chars().count() / 3).clamp(1, 2);
+    candidates
+        .map(|c| (edits(&c.to_lowercase(), &lower), c))
         .filter(|(distance, _)| *distance <= allowed)
         .min()
-        .map(|(_, column)| format!("did you mean {}?", quoted(column)))
+        .map(|(_, c)| c)
+}
+
+/// The value of a public `domain` that `value` was likely meant to be: the
+/// same but for capitals, or the nearest within a typo (one edit per three
+/// characters, at most two).
+pub(crate) fn closest_value<'d>(value: &str, domain: &'d [String]) -> Option<&'d str> {
+    let lower = value.to_lowercase();
+    match domain.iter().find(|v| v.to_lowercase() == lower) {
+        Some(same) => Some(same),
+        None => within_a_typo(value, domain.iter()).map(String::as_str),
+    }
 }
 
 /// `name` as SQL must write it: bare if lowercase letters, digits and
 /// underscores, else in double quotes.
-fn quoted(name: &str) -> String {
+pub(crate) fn quoted(name: &str) -> String {
     // SQL folds a bare name to lower case, so capitals need quotes too.
     let bare = is_identifier(name) && !name.chars().any(|c| c.is_ascii_uppercase());
     if bare {
@@ -102,6 +122,15 @@ mod tests {
         assert_eq!(edits("race", "rice"), 1);
         assert_eq!(edits("education", "eduaction"), 2);
         assert_eq!(edits("", "abc"), 3);
+    }
+
+    #[test]
+    fn a_value_is_matched_to_its_domain_but_for_capitals_or_a_typo() {
+        let domain = ["Female".to_string(), "Male".to_string()];
+        assert_eq!(closest_value("female", &domain), Some("Female"));
+        assert_eq!(closest_value("Mal", &domain), Some("Male"));
+        assert_eq!(closest_value("F", &domain), None);
+        assert_eq!(closest_value("unknown", &domain), None);
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //! ```
 
 mod backend;
+pub mod check;
 mod clamp;
 mod cut_text;
 pub mod description;

@@ -196,22 +196,26 @@ fn column(name: &str) -> Expr {
 fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
     names
         .iter()
-        .map(|name| {
-            let kind = description
-                .column(name)
-                .map_or(ColumnKind::Text, |f| f.kind);
-            #[cfg(feature = "planted-holes")]
-            if dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes) {
-                return column(name).alias(name);
-            }
-            let typed = try_cast(column(name), declared_type(kind));
-            let bounded = match kind {
-                ColumnKind::Text => crate::cut_text::cut_text(typed, description.max_length(name)),
-                _ => typed,
-            };
-            bounded.alias(name)
-        })
+        .map(|name| typed_column(description, name))
         .collect()
+}
+
+/// The column `name` as the view reads it: its declared type (columns the
+/// description does not list are text), text cut to its `max_length`.
+pub(crate) fn typed_column(description: &Description, name: &str) -> Expr {
+    let kind = description
+        .column(name)
+        .map_or(ColumnKind::Text, |f| f.kind);
+    #[cfg(feature = "planted-holes")]
+    if dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes) {
+        return column(name).alias(name);
+    }
+    let typed = try_cast(column(name), declared_type(kind));
+    let bounded = match kind {
+        ColumnKind::Text => crate::cut_text::cut_text(typed, description.max_length(name)),
+        _ => typed,
+    };
+    bounded.alias(name)
 }
 
 /// The raw table registered under the description's table, and its column names.

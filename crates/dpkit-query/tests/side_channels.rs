@@ -47,7 +47,11 @@ fn without_dan() -> String {
 /// What an outcome shows an analyst, with the noise left out.
 fn outcome(sql: &str, result: &dpkit_query::Result<dpkit_query::ReleasedTable>) -> String {
     match result {
-        Ok(answer) => format!("answered {} row(s)", answer.rows.len()),
+        Ok(answer) => format!(
+            "answered {} row(s), notes {:?}",
+            answer.rows.len(),
+            answer.notes
+        ),
         Err(QueryError::NotPrivate(reason)) => format!("refused: {reason}"),
         Err(QueryError::Sql(reason)) => format!("SQL: {reason}"),
         Err(other) => panic!("{sql}: a data-dependent failure: {other}"),
@@ -96,6 +100,26 @@ fn no_query_fails_only_because_of_one_persons_row() {
             assert_eq!(a, b, "{sql}");
         }
     }
+}
+
+/// A note on a literal outside a public domain comes from the query and
+/// the description: the same whether the person it names is in the table.
+#[test]
+fn notes_on_literals_are_the_same_on_neighbouring_tables() {
+    let described = description("kind = \"row\"").replace(
+        "[columns.name]\ntype = \"text\"\n",
+        "[columns.name]\ntype = \"text\"\ndomain = [\"ann\", \"bob\", \"cat\", \"dan\"]\n",
+    );
+    let with = Fixture::new("notes-with", "t.csv", PEOPLE, &described, 1000.0);
+    let without = Fixture::new("notes-without", "t.csv", &without_dan(), &described, 1000.0);
+    let sql = "SELECT COUNT(*) FROM t WHERE name = 'Dan' OR name IN ('dan', 'eve')";
+    let notes = |fixture: &Fixture| fixture.answer(sql, 1.0, 1).unwrap().notes;
+    let expected = [
+        "'Dan' is not in the public domain of name: did you mean 'dan'?",
+        "'eve' is not in the public domain of name, which lists 'ann', 'bob', 'cat', 'dan'",
+    ];
+    assert_eq!(notes(&with), expected);
+    assert_eq!(notes(&without), expected);
 }
 
 #[test]

@@ -38,6 +38,11 @@ pub struct ReleasedTable {
     pub epsilon: f64,
     /// δ charged.
     pub delta: f64,
+    /// What the analyst should know to read the answer, from public facts
+    /// only: the query's notes and, when keys are thresholded, that groups
+    /// of few people may be missing. Absent from JSON when there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Six significant digits, enough for a noisy statistic.
@@ -92,7 +97,7 @@ impl ReleasedTable {
     /// let table = ReleasedTable {
     ///     columns: vec!["sex".into(), "n".into()],
     ///     rows: vec![vec![Cell::Key("Female".into()), Cell::Value { value: 10771.0, low: 10767.0, high: 10775.0, expected_error: Some(1.5) }]],
-    ///     confidence: 0.95, epsilon: 0.5, delta: 0.0,
+    ///     confidence: 0.95, epsilon: 0.5, delta: 0.0, notes: vec![],
     /// };
     /// assert!(table.to_text().contains("10771 ± 4"));
     /// ```
@@ -177,6 +182,7 @@ mod tests {
             confidence: 0.95,
             epsilon: 1.0,
             delta: 0.0,
+            notes: vec![],
         }
     }
 

@@ -126,6 +126,9 @@ pub fn explanation(query: &MeasuredQuery, noise: &NoisePlan, settings: &ReleaseS
             }
         }
     }
+    for note in &query.notes {
+        text.push_str(&format!("Note: {note}\n"));
+    }
     text.push_str(&privacy_argument(query, noise));
     text.push_str(&format!(
         "Total cost: ε = {}, δ = {} (nothing is spent by --explain)\n",

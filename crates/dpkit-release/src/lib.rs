@@ -35,6 +35,7 @@
 //!     rows_per_person: 1,
 //!     neighbouring: Neighbouring::AddRemove,
 //!     count_ceiling: None,
+//!     notes: vec![],
 //! };
 //! let settings = ReleaseSettings { epsilon: 1.0, delta: 0.0, mechanism: Default::default(), confidence: 0.95 };
 //! let noise = plan_noise(&query, &settings).unwrap();

@@ -246,6 +246,10 @@ pub struct MeasuredQuery {
     pub neighbouring: dpkit_core::sensitivity::Neighbouring,
     /// A public upper bound on any count (the declared number of people).
     pub count_ceiling: Option<f64>,
+    /// Notes for the analyst drawn from the query and the description
+    /// alone (a literal outside a column's public domain, say), shown with
+    /// the answer and by `--explain`. They never depend on the data.
+    pub notes: Vec<String>,
 }
 
 impl AggregateKind {

@@ -240,7 +240,22 @@ pub fn release<R: CryptoRng + ?Sized>(
         confidence,
         epsilon: plan.cost.epsilon(),
         delta: plan.cost.delta(),
+        notes: answer_notes(query, plan),
     })
+}
+
+/// The query's notes and, with thresholded keys, what the threshold
+/// withholds: said of every such answer, whether or not a group was
+/// withheld (which depends on the data and is not said).
+pub(crate) fn answer_notes(query: &MeasuredQuery, plan: &NoisePlan) -> Vec<String> {
+    let mut notes = query.notes.clone();
+    if let (KeySelection::Threshold, Some(threshold)) = (&query.keys, plan.threshold) {
+        notes.push(format!(
+            "groups are shown only when their noisy row count reaches {threshold}, so a group \
+             of few people may be missing (a public domain for the key would list every group)"
+        ));
+    }
+    notes
 }
 
 fn compare_cells(a: &Cell, b: &Cell) -> std::cmp::Ordering {

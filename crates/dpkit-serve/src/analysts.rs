@@ -195,6 +195,27 @@ impl Analysts {
         Ok(())
     }
 
+    /// Gives `name` a new key and returns it (the only time it is seen),
+    /// whether the old one was revoked or is live: the old key fails from
+    /// the next request on, and the analyst's budgets, and what they have
+    /// spent, stay as they were.
+    pub fn rekey(&self, name: &str) -> Result<String> {
+        let key = new_key()?;
+        let changed = self
+            .connection
+            .execute(
+                "UPDATE analysts SET key_hash = ?2, revoked = NULL,
+                     created = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                 WHERE name = ?1",
+                params![name, hash(&key)],
+            )
+            .map_err(state_error)?;
+        if changed == 0 {
+            return Err(ServeError::Analyst(format!("no analyst is named {name}")));
+        }
+        Ok(key)
+    }
+
     /// The analyst whose live key `key` is, if any.
     pub fn authenticate(&self, key: &str) -> Result<Option<String>> {
         self.connection

@@ -124,6 +124,9 @@ function showAnswer(answer) {
   $("replay").hidden = !answer.replay;
   $("answer-cost").textContent = Math.round(answer.confidence * 100) + "% intervals · ε = " +
     answer.epsilon + ", δ = " + answer.delta + (answer.replay ? " (paid before)" : "");
+  const notes = answer.notes || [];
+  $("answer-notes").replaceChildren(...notes.map((note) => element("li", note)));
+  $("answer-notes").hidden = notes.length === 0;
   const head = element("tr");
   answer.columns.forEach((c) => head.append(element("th", c)));
   $("answer").tHead.replaceChildren(head);

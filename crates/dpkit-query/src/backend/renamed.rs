@@ -54,14 +54,22 @@ pub(crate) fn no_own_names(sql: &str) -> Result<()> {
 /// print their arguments): printed, `a""b` reads back as `a"b`, so two
 /// of the analyst's names could become one.
 pub(crate) fn rename(statement: &mut ast::Statement, kept: &HashSet<String>) {
-    let mut names = Names::Collect(HashSet::new());
-    let _ = ast::VisitMut::visit(statement, &mut names);
-    let Names::Collect(written) = names else {
-        unreachable!("collected above")
-    };
+    let mut written = HashSet::new();
+    let _ = ast::VisitMut::visit(
+        statement,
+        &mut Names(|ident: &mut ast::Ident| {
+            written.insert(ident.value.clone());
+        }),
+    );
     let map = made_names(&written, kept);
-    let mut names = Names::Rename(&map);
-    let _ = ast::VisitMut::visit(statement, &mut names);
+    let _ = ast::VisitMut::visit(
+        statement,
+        &mut Names(|ident: &mut ast::Ident| {
+            if let Some(made) = map.get(&ident.value) {
+                ident.value = made.clone();
+            }
+        }),
+    );
 }
 
 /// A made name for each written name that is not kept, none equal (in any
@@ -112,27 +120,14 @@ pub(crate) fn renamed_everywhere(
     }
 }
 
-/// One pass over every place the unparser writes a name: collecting them,
-/// or renaming them.
-enum Names<'a> {
-    Collect(HashSet<String>),
-    Rename(&'a HashMap<String, String>),
-}
+/// One pass over every place the unparser writes a name, handing each
+/// quoted one to the closure (which collects or renames them).
+struct Names<F: FnMut(&mut ast::Ident)>(F);
 
-impl Names<'_> {
+impl<F: FnMut(&mut ast::Ident)> Names<F> {
     fn name(&mut self, ident: &mut ast::Ident) {
-        if ident.quote_style.is_none() {
-            return;
-        }
-        match self {
-            Names::Collect(written) => {
-                written.insert(ident.value.clone());
-            }
-            Names::Rename(map) => {
-                if let Some(made) = map.get(&ident.value) {
-                    ident.value = made.clone();
-                }
-            }
+        if ident.quote_style.is_some() {
+            (self.0)(ident);
         }
     }
 
@@ -152,7 +147,7 @@ impl Names<'_> {
     }
 }
 
-impl ast::VisitorMut for Names<'_> {
+impl<F: FnMut(&mut ast::Ident)> ast::VisitorMut for Names<F> {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {

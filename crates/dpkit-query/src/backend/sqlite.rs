@@ -125,7 +125,7 @@ fn affinity(declared: &str) -> DatabaseType {
         DatabaseType::Integer
     } else if ["CHAR", "CLOB", "TEXT"].iter().any(|t| upper.contains(t)) {
         DatabaseType::Text
-    } else if upper.contains("BLOB") || upper.is_empty() {
+    } else if upper.contains("BLOB") {
         // SQLite's third rule, ahead of REAL: `FLOATBLOB` stores as given.
         DatabaseType::Other(declared.to_string())
     } else if ["REAL", "FLOA", "DOUB"].iter().any(|t| upper.contains(t)) {
@@ -133,6 +133,11 @@ fn affinity(declared: &str) -> DatabaseType {
     } else {
         DatabaseType::Other(declared.to_string())
     }
+}
+
+/// The type `list` gives the column `name`, if it names it.
+fn type_of<'a>(list: &'a [(String, DatabaseType)], name: &str) -> Option<&'a DatabaseType> {
+    list.iter().find(|(n, _)| n == name).map(|(_, t)| t)
 }
 
 /// A stored value as the declared type, or NULL. SQLite columns hold any
@@ -205,9 +210,6 @@ impl Backend for SqliteTable {
     }
 
     fn source(&self, columns: &[(String, ColumnKind)], found: &[(String, DatabaseType)]) -> String {
-        let type_of = |list: &'_ [(String, DatabaseType)], name: &str| {
-            list.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone())
-        };
         let list: Vec<String> = columns
             .iter()
             .map(|(name, kind)| {
@@ -215,12 +217,7 @@ impl Backend for SqliteTable {
                 let declared = type_of(found, name);
                 format!(
                     "{} AS {}",
-                    read_as(
-                        &Flavour::Sqlite.quote(name),
-                        *kind,
-                        stored.as_ref(),
-                        declared.as_ref()
-                    ),
+                    read_as(&Flavour::Sqlite.quote(name), *kind, stored, declared),
                     Flavour::Sqlite.quote(name)
                 )
             })

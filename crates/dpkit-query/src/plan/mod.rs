@@ -7,7 +7,9 @@
 //! The steps, one module each: `input` rewrites what is below the
 //! aggregate (filters and subqueries), `keys` the GROUP BY, `aggregates`
 //! the aggregates (with `bounds` for the bounds of an aggregate's
-//! argument), and `outputs` the SELECT list, ORDER BY and LIMIT.
+//! argument), and `outputs` the SELECT list, ORDER BY and LIMIT; `notes`
+//! reads the filters for what the analyst should be told (a literal
+//! outside a public domain).
 
 mod aggregates;
 mod bounds;
@@ -16,6 +18,7 @@ mod keys;
 mod lineage;
 mod measuring;
 mod moments;
+mod notes;
 mod outputs;
 mod quantiles;
 
@@ -204,6 +207,7 @@ pub(crate) fn plan_private(
             .public_rows
             .and_then(|people| people.checked_mul(rows_per_person))
             .map(|rows| rows as f64),
+        notes: notes::notes(&aggregate.input, &lineage),
     };
     Ok(PrivateQuery {
         measured,

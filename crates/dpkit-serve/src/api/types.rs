@@ -173,6 +173,10 @@ pub struct QueryResponse {
     pub charged_delta: f64,
     /// The budget after it.
     pub budget: Budget,
+    /// What to know to read the answer, from public facts only: a literal
+    /// outside a column's public domain, or that thresholded groups of few
+    /// people may be missing.
+    pub notes: Vec<String>,
 }
 
 /// One cell: a group key, or a released value with its interval.
@@ -221,6 +225,7 @@ impl QueryResponse {
             charged_epsilon,
             charged_delta,
             budget,
+            notes: table.notes,
         }
     }
 }

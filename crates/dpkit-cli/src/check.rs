@@ -1,0 +1,104 @@
+//! `dpkit check`: the curator reads the data file against its description
+//! before publishing the description. It reads the data exactly and prints
+//! counts and row numbers, never values; it charges nothing and is not for
+//! analysts.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Parser;
+use dpkit_query::Description;
+use dpkit_query::check::{CapCheck, ColumnCheck, DataCheck, Finding, Found, check};
+use dpkit_query::description::ColumnKind;
+
+use crate::write_stdout;
+
+#[derive(Parser)]
+pub struct CheckArgs {
+    /// The data description (TOML) to check against its data file.
+    #[arg(long, value_name = "FILE")]
+    description: PathBuf,
+}
+
+/// Runs `dpkit check`: true (exit status 3) when the data holds values the
+/// description does not expect.
+pub fn run(args: &CheckArgs) -> Result<bool> {
+    let description = Description::load(&args.description)?;
+    let report = check(&description)?;
+    write_stdout(&report_text(&description, &report))?;
+    Ok(!report.is_clean())
+}
+
+/// The report: a header, a line per column, the cap's line, a verdict.
+fn report_text(description: &Description, report: &DataCheck) -> String {
+    let mut text = format!(
+        "{}: {} rows, read as the description declares\n",
+        description.file.display(),
+        report.rows
+    );
+    let width = report
+        .columns
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for column in &report.columns {
+        text.push_str(&column_line(column, width));
+    }
+    if let Some(cap) = &report.cap {
+        text.push_str(&cap_line(cap, description.privacy_unit.rows_per_person()));
+    }
+    text.push_str(&verdict(report));
+    text
+}
+
+fn column_line(column: &ColumnCheck, width: usize) -> String {
+    let kind = kind_name(column.kind);
+    let mut line = format!(
+        "  {:width$}  {kind:7}  {} present",
+        column.name, column.present
+    );
+    for found in &column.found {
+        line.push_str(&format!("; {}", found_text(found, column.kind)));
+    }
+    line.push('\n');
+    line
+}
+
+fn kind_name(kind: ColumnKind) -> &'static str {
+    match kind {
+        ColumnKind::Integer => "integer",
+        ColumnKind::Real => "real",
+        ColumnKind::Text => "text",
+    }
+}
+
+/// What one fact did, in the words of what a query then reads.
+fn found_text(found: &Found, kind: ColumnKind) -> String {
+    let what = match found.finding {
+        Finding::NotOfType => format!("not {} (read as NULL)", kind_name(kind)),
+        Finding::Below(low) => format!("below {low} (clamped)"),
+        Finding::Above(high) => format!("above {high} (clamped)"),
+        Finding::OutsideDomain => "outside the domain (never a group)".into(),
+        Finding::TooLong(length) => format!("longer than {length} characters (cut)"),
+    };
+    format!("{} {what}, first at row {}", found.values, found.first_row)
+}
+
+fn cap_line(cap: &CapCheck, max_rows: u64) -> String {
+    format!(
+        "  privacy unit: {} people with more than {max_rows} rows ({} rows left out); \
+         {} rows without an id (left out)\n",
+        cap.people_over, cap.rows_left_out, cap.rows_without_id
+    )
+}
+
+fn verdict(report: &DataCheck) -> String {
+    if report.is_clean() {
+        return "every value is as the description expects\n".into();
+    }
+    "the data holds values the description does not expect: queries read them as shown in \
+     brackets, and say nothing; correct the description or the data before publishing it \
+     (rows are counted from 1 after the header)\n"
+        .into()
+}

@@ -1,0 +1,153 @@
+//! `dpkit check`, run as a curator would: the data file against its
+//! description, before the description is published.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dpkit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpkit"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn folder(name: &str) -> PathBuf {
+    let folder = std::env::temp_dir().join(format!("dpkit-check-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    folder
+}
+
+/// Penguins as pandas writes them: a blank and an `NA` for missing masses,
+/// masses with a decimal point, a quoted comma, a species no domain lists.
+const PENGUINS: &str = "species,island,body_mass_g,note\n\
+    Adelie,Torgersen,3750.0,ok\n\
+    Adelie,Torgersen,,\"long, quoted\"\n\
+    Gentoo,Biscoe,NA,ok\n\
+    Chinstrap,Dream,3800.0,ok\n\
+    Gentoo,Biscoe,8000.0,ok\n";
+
+fn penguins(folder: &Path, mass: &str) -> PathBuf {
+    std::fs::write(folder.join("penguins.csv"), PENGUINS).unwrap();
+    let toml = format!(
+        "[table]\nname = \"penguins\"\nfile = \"penguins.csv\"\n\
+         [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 1.0\n\
+         [columns.species]\ntype = \"text\"\ndomain = [\"Adelie\", \"Gentoo\"]\n\
+         [columns.body_mass_g]\ntype = \"{mass}\"\nbounds = [2500, 6500]\n\
+         [columns.note]\ntype = \"text\"\nmax_length = 4\n"
+    );
+    let path = folder.join("penguins.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+fn check(description: &Path) -> (Option<i32>, String, String) {
+    let output = dpkit(&["check", "--description", description.to_str().unwrap()]);
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+    (
+        output.status.code(),
+        text(output.stdout),
+        text(output.stderr),
+    )
+}
+
+/// Issue 31's trap: a column of `3750.0` declared `integer` is all NULL to
+/// every query, which answers and charges as if nothing were wrong. The
+/// check names it, with the other facts the data breaks, and no value.
+#[test]
+fn a_wrong_type_and_every_broken_fact_are_counted_with_their_first_row() {
+    let folder = folder("penguins");
+    let (status, out, err) = check(&penguins(&folder, "integer"));
+    assert_eq!((status, err.as_str()), (Some(3), ""), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("penguins.csv: 5 rows, read as the description declares"));
+    assert_eq!(
+        &lines[1..4],
+        [
+            "  species      text     5 present; 1 outside the domain (never a group), first at row 4",
+            "  body_mass_g  integer  3 present; 3 not integer (read as NULL), first at row 1",
+            "  note         text     5 present; 1 longer than 4 characters (cut), first at row 2",
+        ]
+    );
+    assert!(lines[4].starts_with("the data holds values the description does not expect"));
+    for value in ["Chinstrap", "3750", "8000", "quoted", "Dream"] {
+        assert!(!out.contains(value), "the report quotes a value: {out}");
+    }
+
+    // Declared `real`, the masses read, and the bound is what remains.
+    let (status, out, _) = check(&penguins(&folder, "real"));
+    assert_eq!(status, Some(3));
+    assert!(
+        out.contains("  body_mass_g  real     3 present; 1 above 6500 (clamped), first at row 5\n"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn data_as_described_passes_and_the_cap_is_counted_per_person() {
+    let folder = folder("visits");
+    std::fs::write(
+        folder.join("visits.csv"),
+        "person,cost\n1,10\n1,20\n1,30\n2,5\n,7\n3,40\n",
+    )
+    .unwrap();
+    let toml = |max_rows: u32| {
+        format!(
+            "[table]\nname = \"visits\"\nfile = \"visits.csv\"\n\
+             [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = {max_rows}\n\
+             [budget]\nepsilon = 1.0\n\
+             [columns.person]\ntype = \"integer\"\n\
+             [columns.cost]\ntype = \"integer\"\nbounds = [0, 50]\n"
+        )
+    };
+    let path = folder.join("visits.toml");
+    std::fs::write(&path, toml(2)).unwrap();
+    let (status, out, _) = check(&path);
+    assert_eq!(status, Some(3), "{out}");
+    assert!(
+        out.contains(
+            "  privacy unit: 1 people with more than 2 rows (1 rows left out); \
+             1 rows without an id (left out)\n"
+        ),
+        "{out}"
+    );
+
+    // Without the row that has no id, and with room for everyone's rows.
+    std::fs::write(
+        folder.join("visits.csv"),
+        "person,cost\n1,10\n1,20\n1,30\n2,5\n3,40\n",
+    )
+    .unwrap();
+    std::fs::write(&path, toml(3)).unwrap();
+    let (status, out, _) = check(&path);
+    assert_eq!(status, Some(0), "{out}");
+    assert!(out.contains("  person  integer  5 present\n"), "{out}");
+    assert!(
+        out.ends_with("every value is as the description expects\n"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn what_cannot_be_checked_gets_one_line() {
+    let folder = folder("refusals");
+    let sqlite = folder.join("db.toml");
+    std::fs::write(
+        &sqlite,
+        "[table]\nname = \"t\"\nsqlite = \"t.sqlite\"\n[privacy_unit]\nkind = \"row\"\n\
+         [budget]\nepsilon = 1.0\n",
+    )
+    .unwrap();
+    let (status, out, err) = check(&sqlite);
+    assert_eq!((status, out.as_str()), (Some(2), ""));
+    assert_eq!(
+        err,
+        "dpkit: error: data description: dpkit check reads a CSV or Parquet file; \
+         this table lives in a database\n"
+    );
+    let (status, _, err) = check(&folder.join("missing.toml"));
+    assert_eq!(status, Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -53,7 +53,7 @@ fn report_text(description: &Description, report: &DataCheck) -> String {
 }
 
 fn column_line(column: &ColumnCheck, width: usize) -> String {
-    let kind = kind_name(column.kind);
+    let kind = column.kind.name();
     let mut line = format!(
         "  {:width$}  {kind:7}  {} present",
         column.name, column.present
@@ -65,18 +65,10 @@ fn column_line(column: &ColumnCheck, width: usize) -> String {
     line
 }
 
-fn kind_name(kind: ColumnKind) -> &'static str {
-    match kind {
-        ColumnKind::Integer => "integer",
-        ColumnKind::Real => "real",
-        ColumnKind::Text => "text",
-    }
-}
-
 /// What one fact did, in the words of what a query then reads.
 fn found_text(found: &Found, kind: ColumnKind) -> String {
     let what = match found.finding {
-        Finding::NotOfType => format!("not {} (read as NULL)", kind_name(kind)),
+        Finding::NotOfType => format!("not {} (read as NULL)", kind.name()),
         Finding::Below(low) => format!("below {low} (clamped)"),
         Finding::Above(high) => format!("above {high} (clamped)"),
         Finding::OutsideDomain => "outside the domain (never a group)".into(),

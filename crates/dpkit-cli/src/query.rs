@@ -127,13 +127,19 @@ fn open_ledger(args: &LedgerArgs, description: &Description, grant: bool) -> Res
     let (epsilon, delta) = (description.budget_epsilon, description.budget_delta);
     let (ledger, edited) = Ledger::open_declared(&path, epsilon, delta, grant)?;
     if let Some(edited) = edited {
-        let note = format!(
-            "dpkit: note: {} {edited}; `dpkit budget --grant` sets the description's\n",
+        note(&format!(
+            "{} {edited}; `dpkit budget --grant` sets the description's",
             args.description.display()
-        );
-        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), note.as_bytes());
+        ));
     }
     Ok(ledger)
+}
+
+/// A `dpkit: note: …` line on standard error, beside the answer. A closed
+/// standard error loses the note, never the answer.
+fn note(text: &str) {
+    let line = format!("dpkit: note: {text}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
 fn budget_line(state: &BudgetState) -> String {
@@ -199,6 +205,10 @@ pub fn query(args: &QueryArgs) -> Result<()> {
     let mut rng = SecureRng::from_os()?;
     let answer = engine.answer(&args.sql, &settings, &ledger, &mut rng)?;
     let state = ledger.state()?;
+    if args.format == AnswerFormat::Csv {
+        // CSV is for scripts: the notes go beside it, on standard error.
+        answer.notes.iter().for_each(|text| note(text));
+    }
     write_stdout(&answer_text(args.format, &answer, &state)?)
 }
 
@@ -223,16 +233,7 @@ fn answer_text(
             }
             text
         }
-        AnswerFormat::Csv => {
-            // CSV is for scripts: the notes go beside it, on standard error.
-            let notes: String = answer
-                .notes
-                .iter()
-                .map(|n| format!("dpkit: note: {n}\n"))
-                .collect();
-            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), notes.as_bytes());
-            answer.to_csv()
-        }
+        AnswerFormat::Csv => answer.to_csv(),
         AnswerFormat::Json => {
             let mut json = serde_json::to_value(answer).context("cannot encode the answer")?;
             json["remaining_epsilon"] = serde_json::json!(shown_epsilon(state.remaining_epsilon()));

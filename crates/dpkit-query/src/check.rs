@@ -17,7 +17,6 @@
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
-use datafusion::common::Column;
 use datafusion::dataframe::DataFrame;
 use datafusion::error::DataFusionError;
 use datafusion::functions::expr_fn::character_length;
@@ -29,7 +28,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use crate::description::{ColumnKind, Description, PrivacyUnit, Source};
 use crate::draft::MISSING_MARKERS;
 use crate::error::{QueryError, Result};
-use crate::private_table::{declared_type, raw_table_name, register_file, typed_column};
+use crate::private_table::{column, declared_type, raw_table_name, register_file, typed_column};
 
 /// What a description's fact does to a value it does not expect.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,10 +155,6 @@ fn unreadable(_: DataFusionError) -> QueryError {
     QueryError::Unreadable(
         "the data file does not parse (details withheld: they could quote its values)".into(),
     )
-}
-
-fn column(name: &str) -> Expr {
-    Expr::Column(Column::new_unqualified(name))
 }
 
 /// One partition, so that row numbers follow the file.

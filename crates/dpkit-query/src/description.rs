@@ -195,6 +195,32 @@ pub enum ColumnKind {
     Text,
 }
 
+impl ColumnKind {
+    /// Every kind, in the order a message lists them.
+    pub const ALL: [ColumnKind; 3] = [ColumnKind::Integer, ColumnKind::Real, ColumnKind::Text];
+
+    /// The word a description's `type = "…"` uses for this kind.
+    ///
+    /// ```
+    /// use dpkit_query::description::ColumnKind;
+    /// assert_eq!(ColumnKind::Integer.name(), "integer");
+    /// assert_eq!(ColumnKind::from_name("real"), Some(ColumnKind::Real));
+    /// assert_eq!(ColumnKind::from_name("float"), None);
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnKind::Integer => "integer",
+            ColumnKind::Real => "real",
+            ColumnKind::Text => "text",
+        }
+    }
+
+    /// The kind a description's `type = "…"` names, if any.
+    pub fn from_name(name: &str) -> Option<ColumnKind> {
+        ColumnKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDescription {
@@ -438,15 +464,11 @@ fn check_budget(budget: &RawBudget) -> Result<()> {
 }
 
 fn column_facts(name: &str, column: RawColumn) -> Result<ColumnFacts> {
-    let kind = match column.kind.as_str() {
-        "integer" => ColumnKind::Integer,
-        "real" => ColumnKind::Real,
-        "text" => ColumnKind::Text,
-        other => {
-            return Err(invalid(format!(
-                "column '{name}': type '{other}': use integer, real or text"
-            )));
-        }
+    let Some(kind) = ColumnKind::from_name(&column.kind) else {
+        return Err(invalid(format!(
+            "column '{name}': type '{}': use integer, real or text",
+            column.kind
+        )));
     };
     let bounds = column
         .bounds

@@ -43,20 +43,16 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
         } else {
             format!("\"{}\"", name.replace('"', "\\\""))
         };
-        let (type_name, hint) = match drafted.kind {
-            ColumnKind::Integer => (
-                "integer",
-                "# bounds = [low, high]   # public bounds, needed to SUM, AVG or bin it",
-            ),
-            ColumnKind::Real => (
-                "real",
-                "# bounds = [low, high]   # public bounds, needed to SUM or AVG it",
-            ),
-            ColumnKind::Text => (
-                "text",
+        let type_name = drafted.kind.name();
+        let hint = match drafted.kind {
+            ColumnKind::Integer => {
+                "# bounds = [low, high]   # public bounds, needed to SUM, AVG or bin it"
+            }
+            ColumnKind::Real => "# bounds = [low, high]   # public bounds, needed to SUM or AVG it",
+            ColumnKind::Text => {
                 "# domain = [\"…\", \"…\"]  # the public list of values, to GROUP BY it without thresholding\n\
-                 # max_length = 1024        # characters a value keeps (longer ones are cut); 1024 by default",
-            ),
+                 # max_length = 1024        # characters a value keeps (longer ones are cut); 1024 by default"
+            }
         };
         draft.push_str(&format!(
             "\n[columns.{key}]\ntype = \"{type_name}\"\n{hint}\n"

@@ -187,7 +187,7 @@ pub(crate) async fn register_provider(
     register_view(context, description).await
 }
 
-fn column(name: &str) -> Expr {
+pub(crate) fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
 }
 

@@ -9,7 +9,8 @@
 mod fixture;
 
 use dpkit_core::lattice::GridValue;
-use dpkit_query::{MechanismChoice, QueryError, ReleaseSettings};
+use dpkit_core::rng::InsecureSeededRng;
+use dpkit_query::{Ledger, MechanismChoice, QueryError, ReleaseSettings};
 use dpkit_release::{Cell, ExactGroups, plan_noise};
 use fixture::Fixture;
 
@@ -120,6 +121,31 @@ fn notes_on_literals_are_the_same_on_neighbouring_tables() {
     ];
     assert_eq!(notes(&with), expected);
     assert_eq!(notes(&without), expected);
+}
+
+/// With keys kept by a noisy threshold, the note says what the threshold
+/// may withhold, never whether it withheld anything: how many groups the
+/// data have is exact, and dan is alone in his group.
+#[test]
+fn notes_on_thresholded_groups_are_the_same_on_neighbouring_tables() {
+    let with = table("threshold-notes-with", PEOPLE, "kind = \"row\"");
+    let without = table("threshold-notes-without", &without_dan(), "kind = \"row\"");
+    let sql = "SELECT name, COUNT(*) AS n FROM t GROUP BY name";
+    let notes = |fixture: &Fixture, seed: u64| {
+        let ledger = Ledger::open(&fixture.folder.join("delta.sqlite"), 1000.0, 0.5).unwrap();
+        let mut rng = InsecureSeededRng::from_seed_for_testing(seed);
+        let settings = fixture::settings(1.0, 1e-3);
+        let answer = fixture.engine.answer(sql, &settings, &ledger, &mut rng);
+        answer.unwrap().notes
+    };
+    for seed in 0..4 {
+        let shown = notes(&with, seed);
+        assert!(
+            shown.iter().any(|n| n.contains("noisy row count")),
+            "{shown:?}"
+        );
+        assert_eq!(shown, notes(&without, seed));
+    }
 }
 
 #[test]

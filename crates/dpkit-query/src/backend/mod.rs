@@ -113,7 +113,7 @@ pub(crate) fn declared_columns(
             Some((_, found)) if !fits(facts.kind, found) => problems.push(format!(
                 "its column '{name}' is {} where the description declares {}",
                 type_name(found),
-                kind_name(facts.kind)
+                facts.kind.name()
             )),
             Some(_) => {}
         }
@@ -195,13 +195,5 @@ fn type_name(found: &DatabaseType) -> String {
         DatabaseType::Real => "a real number".into(),
         DatabaseType::Text => "text".into(),
         DatabaseType::Other(name) => format!("of type {name}"),
-    }
-}
-
-fn kind_name(kind: ColumnKind) -> &'static str {
-    match kind {
-        ColumnKind::Integer => "integer",
-        ColumnKind::Real => "real",
-        ColumnKind::Text => "text",
     }
 }

@@ -12,7 +12,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/dpkit/target}"
 wheels="$(mktemp -d)"
 rm -rf "$venv"
 python3 -m venv "$venv"
-"$venv/bin/pip" install -q maturin numpy pandas pyarrow pytest
+# nbclient, ipykernel and matplotlib execute the example notebook.
+"$venv/bin/pip" install -q maturin numpy pandas pyarrow pytest nbclient nbformat ipykernel matplotlib
 "$venv/bin/maturin" build -q --profile dev -m "$here/Cargo.toml" --out "$wheels"
 "$venv/bin/pip" install -q "$wheels"/dpkit-*.whl
 # The tests that start `dpkit serve` or run `dpkit query` use the command the

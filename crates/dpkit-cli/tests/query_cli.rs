@@ -484,7 +484,7 @@ fn description_with_budget(name: &str, epsilon: &str) -> (PathBuf, String) {
 }
 
 #[test]
-fn over_many_runs_the_binarys_95_percent_intervals_cover_93_to_97_percent() {
+fn over_many_runs_the_binarys_95_percent_intervals_cover_about_95_percent() {
     let (folder, description) = description_with_budget("coverage", "1000");
     // Exact counts and hours per age, computed here from the CSV.
     let mut exact: std::collections::HashMap<String, (f64, f64)> = std::collections::HashMap::new();
@@ -494,7 +494,12 @@ fn over_many_runs_the_binarys_95_percent_intervals_cover_93_to_97_percent() {
         entry.1 += row["hours-per-week"].parse::<f64>().unwrap();
     }
     // 50 runs × 74 ages (the public bounds 17..90) = 3,700 intervals per
-    // aggregate: a share's standard deviation is 0.36%, so 93–97% is ±5.6σ.
+    // aggregate. A count's interval (geometric noise at ε = 0.1, half-width
+    // 30) covers with probability 1 − 2α³¹/(1 + α) = 0.9527, α = e^-0.1, and
+    // more where it is cut at 0 (ages of few people): 0.9569 on average, a
+    // share's standard deviation 0.33%, so 93.5–98% is more than ±6.5σ. A
+    // sum's (discrete staircase) covers 0.9500: 93–97% is ±5.6σ. Both fail
+    // a correct build less than once in 10⁷ runs; 90% or 99% intervals fail.
     let (mut covered, mut total) = ([0u64; 2], 0u64);
     for _ in 0..50 {
         let output = dpkit(&[
@@ -526,9 +531,10 @@ fn over_many_runs_the_binarys_95_percent_intervals_cover_93_to_97_percent() {
             total += 1;
         }
     }
-    for (name, hits) in ["counts", "sums"].iter().zip(covered) {
+    let windows = [("counts", 0.935..=0.98), ("sums", 0.93..=0.97)];
+    for ((name, window), hits) in windows.into_iter().zip(covered) {
         let share = hits as f64 / total as f64;
-        assert!((0.93..=0.97).contains(&share), "{name}: {share}");
+        assert!(window.contains(&share), "{name}: {share}");
     }
     std::fs::remove_dir_all(&folder).unwrap();
 }

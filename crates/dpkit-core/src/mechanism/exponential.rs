@@ -29,9 +29,12 @@ const WEIGHT_LOG_ERROR: f64 = 2.4e-10;
 ///
 /// ```
 /// use dpkit_core::mechanism::ExponentialMechanism;
+/// use dpkit_core::rng::InsecureSeededRng;
 /// let mechanism = ExponentialMechanism::new(1.0, 1.0).unwrap();
 /// let counts = [22_379.0, 15_340.0, 6_633.0]; // utilities in the tens of thousands
-/// assert_eq!(mechanism.select(&counts).unwrap(), 0);
+/// // Another candidate comes up with probability 2⁻²⁹; the seed fixes it.
+/// let mut rng = InsecureSeededRng::from_seed_for_testing(7);
+/// assert_eq!(mechanism.select_with_rng(&counts, &mut rng).unwrap(), 0);
 /// ```
 #[derive(Debug, Clone)]
 pub struct ExponentialMechanism {

@@ -44,6 +44,7 @@ def to_answer(answer: dict) -> Answer:
     for index, name in enumerate(answer["columns"]):
         cells = [row[index] for row in answer["rows"]]
         if cells and isinstance(cells[0], dict):
+            # The engine refuses a query with a column of these names.
             columns[name] = [float(cell["value"]) for cell in cells]
             columns[f"{name}_low"] = [float(cell["low"]) for cell in cells]
             columns[f"{name}_high"] = [float(cell["high"]) for cell in cells]

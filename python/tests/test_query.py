@@ -78,6 +78,15 @@ def test_a_refusal_raises_one_line_and_spends_nothing(description, sql, settings
     assert dpkit.budget(description)["spent_epsilon"] == 0.0
 
 
+def test_a_column_an_interval_would_overwrite_is_refused_for_free(description):
+    # The frame gives COUNT(*) AS n the columns n_low and n_high: the keys
+    # named n_low would be lost without a word.
+    sql = 'SELECT "native-country" AS n_low, COUNT(*) AS n FROM adult GROUP BY "native-country"'
+    with pytest.raises(dpkit.QueryError, match="'n_low' would clash with the interval of 'n'"):
+        dpkit.query(description, sql, epsilon=1.0, delta=1e-6)
+    assert dpkit.budget(description)["queries"] == 0
+
+
 def test_a_missing_description_is_one_clear_error(tmp_path):
     with pytest.raises(dpkit.QueryError, match="description"):
         dpkit.query(tmp_path / "nothing.toml", SEXES, epsilon=1.0)

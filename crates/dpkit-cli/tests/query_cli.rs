@@ -199,6 +199,19 @@ fn notes_say_what_the_query_and_the_description_tell_and_nothing_of_the_data() {
     );
     let explained = String::from_utf8(explained.stdout).unwrap();
     assert!(explained.contains("\nNote: 'female' is not in the public domain of sex"));
+    // Inside an aggregate's CASE, both forms, and in a computed column.
+    for sql in [
+        "SELECT COUNT(CASE WHEN sex = 'female' THEN 1 END) AS n FROM adult",
+        "SELECT SUM(CASE sex WHEN 'female' THEN 1 ELSE 0 END) AS n FROM adult",
+        "SELECT COUNT(*) AS n FROM (SELECT sex = 'female' AS f FROM adult) WHERE f",
+    ] {
+        let explained = query(&ledger, &["--epsilon", "1", "--explain"], sql);
+        let explained = String::from_utf8(explained.stdout).unwrap();
+        assert!(
+            explained.contains("\nNote: 'female' is not in the public domain of sex: did you mean"),
+            "{sql}: {explained}"
+        );
+    }
 
     let grouped = "SELECT \"native-country\", COUNT(*) AS n FROM adult GROUP BY \"native-country\"";
     let csv = query(

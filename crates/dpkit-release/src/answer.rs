@@ -45,6 +45,17 @@ pub struct ReleasedTable {
     pub notes: Vec<String>,
 }
 
+/// The names of a released value's interval beside it, in CSV and in
+/// Python's DataFrames (`python/dpkit/answer.py` writes the same):
+/// `name_low` and `name_high`.
+///
+/// ```
+/// assert_eq!(dpkit_release::interval_columns("n"), ["n_low", "n_high"]);
+/// ```
+pub fn interval_columns(name: &str) -> [String; 2] {
+    [format!("{name}_low"), format!("{name}_high")]
+}
+
 /// Six significant digits, enough for a noisy statistic.
 fn number(value: f64) -> String {
     if value == value.trunc() && value.abs() < 1e15 {
@@ -130,7 +141,8 @@ impl ReleasedTable {
         text
     }
 
-    /// CSV: each released value as three columns, `name`, `name_low`, `name_high`.
+    /// CSV: each released value as three columns, `name`, `name_low`, `name_high`
+    /// ([`interval_columns`]).
     pub fn to_csv(&self) -> String {
         let quote = |text: &str| {
             if text.contains([',', '"', '\n']) {
@@ -144,8 +156,7 @@ impl ReleasedTable {
             match self.rows.first().and_then(|r| r.get(i)) {
                 Some(Cell::Value { .. }) => {
                     header.push(quote(name));
-                    header.push(quote(&format!("{name}_low")));
-                    header.push(quote(&format!("{name}_high")));
+                    header.extend(interval_columns(name).iter().map(|c| quote(c)));
                 }
                 _ => header.push(quote(name)),
             }

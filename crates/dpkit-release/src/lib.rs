@@ -54,7 +54,7 @@ mod post_processing;
 mod release;
 mod target_error;
 
-pub use answer::{Cell, ReleasedTable};
+pub use answer::{Cell, ReleasedTable, interval_columns};
 pub use error::{ReleaseError, Result};
 pub use explain::explanation;
 pub use measured::{

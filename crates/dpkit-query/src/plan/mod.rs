@@ -207,7 +207,7 @@ pub(crate) fn plan_private(
             .public_rows
             .and_then(|people| people.checked_mul(rows_per_person))
             .map(|rows| rows as f64),
-        notes: notes::notes(&aggregate.input, &lineage),
+        notes: notes::notes(aggregate, &lineage),
     };
     Ok(PrivateQuery {
         measured,

@@ -1,5 +1,6 @@
 //! Notes for the analyst, drawn from the query and the description alone:
-//! a literal compared with a column that has a public domain, where the
+//! a literal compared with a column that has a public domain (in a filter,
+//! a `CASE` or a computed column), where the
 //! domain does not list it (`WHERE sex = 'female'` when the domain says
 //! `Female`). The query is still answered as written, and charged, so
 //! the note says what was likely meant. It reads no data: the literal is
@@ -7,7 +8,7 @@
 
 use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::logical_expr::{BinaryExpr, Expr, LogicalPlan, Operator};
+use datafusion::logical_expr::{Aggregate, BinaryExpr, Expr, LogicalPlan, Operator};
 
 use super::lineage::Lineage;
 use super::unalias;
@@ -18,22 +19,26 @@ const SHOWN_CHARACTERS: usize = 60;
 /// The most domain values a note lists.
 const LISTED_VALUES: usize = 8;
 
-/// The notes on every filter below the aggregate, each once.
-pub(super) fn notes<'a>(input: &'a LogicalPlan, lineage: &Lineage<'a>) -> Vec<String> {
+/// The notes on every comparison the aggregate and the plan below it make
+/// (filters, `CASE` inside an aggregate or a computed column), each once.
+pub(super) fn notes<'a>(aggregate: &'a Aggregate, lineage: &Lineage<'a>) -> Vec<String> {
     let mut notes = Vec::new();
-    collect(input, lineage, &mut notes);
+    for expr in aggregate.group_expr.iter().chain(&aggregate.aggr_expr) {
+        notes_on(expr, lineage, &mut notes);
+    }
+    collect(&aggregate.input, lineage, &mut notes);
     let mut seen = std::collections::HashSet::new();
     notes.retain(|note| seen.insert(note.clone()));
     notes
 }
 
+/// The notes on the expressions of `plan` and of every plan below it; an
+/// expression's columns are those of its node's one input.
 fn collect<'a>(plan: &'a LogicalPlan, lineage: &Lineage<'a>, notes: &mut Vec<String>) {
-    if let LogicalPlan::Filter(filter) = plan {
-        let below = lineage.below(&filter.input);
-        let _ = filter.predicate.apply(|expr| {
-            for (column, literal) in comparisons(expr) {
-                notes.extend(note(column, &literal, &below));
-            }
+    if let [input] = plan.inputs()[..] {
+        let below = lineage.below(input);
+        let _ = plan.apply_expressions(|expr| {
+            notes_on(expr, &below, notes);
             Ok(TreeNodeRecursion::Continue)
         });
     }
@@ -42,8 +47,17 @@ fn collect<'a>(plan: &'a LogicalPlan, lineage: &Lineage<'a>, notes: &mut Vec<Str
     }
 }
 
+fn notes_on(expr: &Expr, lineage: &Lineage<'_>, notes: &mut Vec<String>) {
+    let _ = expr.apply(|expr| {
+        for (column, literal) in comparisons(expr) {
+            notes.extend(note(column, &literal, lineage));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+}
+
 /// The (column, literal) pairs `expr` compares for equality: `c = 'x'`,
-/// `'x' <> c`, `c IN ('x', 'y')`.
+/// `'x' <> c`, `c IN ('x', 'y')`, `CASE c WHEN 'x' THEN …`.
 fn comparisons(expr: &Expr) -> Vec<(&datafusion::common::Column, String)> {
     match expr {
         Expr::BinaryExpr(BinaryExpr {
@@ -54,6 +68,14 @@ fn comparisons(expr: &Expr) -> Vec<(&datafusion::common::Column, String)> {
             .into_iter()
             .filter_map(|(a, b)| Some((column_of(a)?, literal_text(b)?)))
             .collect(),
+        Expr::Case(case) => match case.expr.as_deref().and_then(column_of) {
+            Some(column) => case
+                .when_then_expr
+                .iter()
+                .filter_map(|(when, _)| Some((column, literal_text(when)?)))
+                .collect(),
+            None => Vec::new(),
+        },
         Expr::InList(list) => match column_of(&list.expr) {
             Some(column) => list
                 .list

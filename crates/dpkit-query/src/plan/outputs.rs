@@ -4,7 +4,7 @@
 use datafusion::logical_expr::{Aggregate, Expr};
 
 use super::{AggregateRequest, OutputColumn, Shape, not_private, sql_error, unalias};
-use crate::error::Result;
+use crate::error::{QueryError, Result};
 
 /// The answer's columns and its ORDER BY (output index, ascending).
 pub(super) type Outputs = (Vec<(String, OutputColumn)>, Vec<(usize, bool)>);
@@ -42,6 +42,7 @@ pub(super) fn plan(
         }
         outputs.push((shown, output));
     }
+    no_clash(&outputs)?;
     let mut order_by = Vec::new();
     for sort in shape.sort.unwrap_or_default() {
         let Expr::Column(column) = unalias(&sort.expr) else {
@@ -54,4 +55,26 @@ pub(super) fn plan(
         order_by.push((position, sort.asc));
     }
     Ok((outputs, order_by))
+}
+
+/// Refuses a column that an aggregate's interval would overwrite in CSV and
+/// in Python's DataFrames (`"native-country" AS n_low` beside `COUNT(*) AS
+/// n` would lose the keys). Free: the names are the query's own.
+fn no_clash(outputs: &[(String, OutputColumn)]) -> Result<()> {
+    for (name, output) in outputs {
+        if !matches!(output, OutputColumn::Aggregate(_)) {
+            continue;
+        }
+        let [low, high] = dpkit_release::interval_columns(name);
+        if let Some((clash, _)) = outputs
+            .iter()
+            .find(|(other, _)| *other == low || *other == high)
+        {
+            return Err(QueryError::Sql(format!(
+                "the column '{clash}' would clash with the interval of '{name}', shown as \
+                 '{low}' and '{high}': rename one of them with AS"
+            )));
+        }
+    }
+    Ok(())
 }

@@ -122,7 +122,7 @@ pub fn run(args: &AuditArgs) -> Result<bool> {
             if let Some([png, svg]) = &figure_paths {
                 json["figure"] = serde_json::json!([png, svg]);
             }
-            crate::write_stdout(&format!("{json}\n"))?;
+            crate::write_stdout(&crate::json_text(&json))?;
         }
     }
     Ok(report.violation_found())

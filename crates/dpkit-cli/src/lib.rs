@@ -13,7 +13,7 @@ mod query;
 mod serve;
 
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -277,6 +277,17 @@ fn noise(args: &NoiseArgs) -> Result<()> {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }
+}
+
+/// JSON as `--format json` prints it: indented for a person when standard
+/// output is a terminal, one line for a script reading a pipe or a file.
+pub(crate) fn json_text(value: &serde_json::Value) -> String {
+    let text = if io::stdout().is_terminal() {
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    } else {
+        value.to_string()
+    };
+    format!("{text}\n")
 }
 
 /// Writes `text` to standard output and flushes it. A closed pipe (`dpkit

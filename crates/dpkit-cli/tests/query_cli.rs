@@ -203,6 +203,7 @@ fn notes_say_what_the_query_and_the_description_tell_and_nothing_of_the_data() {
     for sql in [
         "SELECT COUNT(CASE WHEN sex = 'female' THEN 1 END) AS n FROM adult",
         "SELECT SUM(CASE sex WHEN 'female' THEN 1 ELSE 0 END) AS n FROM adult",
+        "SELECT SUM(CASE 'female' WHEN sex THEN 1 ELSE 0 END) AS n FROM adult",
         "SELECT COUNT(*) AS n FROM (SELECT sex = 'female' AS f FROM adult) WHERE f",
     ] {
         let explained = query(&ledger, &["--epsilon", "1", "--explain"], sql);
@@ -550,4 +551,39 @@ fn over_many_runs_the_binarys_95_percent_intervals_cover_about_95_percent() {
         assert!(window.contains(&share), "{name}: {share}");
     }
     std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// `--format json` is indented for a person on a terminal and stays on one
+/// line for a script reading a pipe. `script` (util-linux) runs the command
+/// on a real pseudo-terminal.
+#[test]
+fn json_is_indented_on_a_terminal_and_one_line_in_a_pipe() {
+    let ledger = fresh_ledger("json-terminal");
+    let sql = "SELECT COUNT(*) AS n FROM adult";
+    let args = ["--epsilon", "1", "--format", "json", sql];
+    let piped = query(&ledger, &args[..4], sql);
+    assert_eq!(piped.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
+    let shell_words: Vec<String> = [env!("CARGO_BIN_EXE_dpkit"), "query", "--description"]
+        .into_iter()
+        .map(String::from)
+        .chain([
+            description(),
+            "--ledger".into(),
+            ledger.display().to_string(),
+        ])
+        .chain(args.iter().map(|a| a.to_string()))
+        .map(|word| format!("'{}'", word.replace('\'', r"'\''")))
+        .collect();
+    let on_terminal = Command::new("script")
+        .args(["-qec", &shell_words.join(" "), "/dev/null"])
+        .output()
+        .expect("script (util-linux) gives the command a terminal");
+    assert_eq!(on_terminal.status.code(), Some(0), "{on_terminal:?}");
+    let text = String::from_utf8(on_terminal.stdout)
+        .unwrap()
+        .replace("\r\n", "\n");
+    assert!(text.starts_with("{\n  \""), "{text}");
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["columns"][0], "n");
+    let _ = std::fs::remove_file(&ledger);
 }

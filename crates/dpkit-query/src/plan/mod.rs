@@ -8,7 +8,8 @@
 //! aggregate (filters and subqueries), `keys` the GROUP BY, `aggregates`
 //! the aggregates (with `bounds` for the bounds of an aggregate's
 //! argument), and `outputs` the SELECT list, ORDER BY and LIMIT; `notes`
-//! reads the filters for what the analyst should be told (a literal
+//! reads every comparison of the query (filters, aggregates' arguments,
+//! computed columns) for what the analyst should be told (a literal
 //! outside a public domain).
 
 mod aggregates;
@@ -59,17 +60,82 @@ impl PrivateQuery {
             "Rewritten plan ({engine} computes these exact, clamped aggregates; dpkit adds the \
              noise to its small result):\n"
         );
-        text.push_str(&format!("{}\n", self.plan.display_indent()));
+        let plan = self.plan.display_indent().to_string();
+        text.push_str(&wrapped(&plan, EXPLAIN_WIDTH));
         if let Some(remote) = &self.remote {
             text.push_str(&format!(
-                "\nSQL sent to {} (the plan above; only its aggregates come back):\n{}\n",
+                "\nSQL sent to {} (the plan above; only its aggregates come back):\n{}",
                 remote.flavour.name(),
-                remote.sql
+                wrapped(&remote.sql, EXPLAIN_WIDTH)
             ));
         }
         text.push_str(&dpkit_release::explanation(&self.measured, noise, settings));
         text
     }
+}
+
+/// The widest line `--explain` prints of a plan or of the SQL sent, where
+/// a comma allows a break.
+const EXPLAIN_WIDTH: usize = 100;
+
+/// `text` with every line wider than `width` broken after commas (not
+/// those inside double quotes), the rest of the line indented four spaces
+/// past where it began. Each break is at the least nested comma that keeps
+/// the line within `width` (a list's items before a function's arguments),
+/// the rightmost of those. A plan's line lists every column of the typed
+/// view: unbroken, it is a screenful on one line.
+fn wrapped(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let continuation = " ".repeat(indent + 4);
+        let breaks = breaks(line);
+        let (mut start, mut prefix) = (0, "");
+        loop {
+            let room = width.saturating_sub(prefix.len());
+            let rest = &line[start..];
+            let later = breaks
+                .iter()
+                .filter(|(at, _)| *at > start && *at < line.len());
+            let fitting = later
+                .clone()
+                .filter(|(at, _)| line[start..*at].trim_end().chars().count() <= room);
+            let least_nested = fitting.clone().map(|(_, depth)| *depth).min();
+            let cut = match least_nested {
+                _ if rest.chars().count() <= room => None,
+                Some(least) => fitting
+                    .filter(|(_, d)| *d == least)
+                    .map(|(at, _)| *at)
+                    .next_back(),
+                None => later.map(|(at, _)| *at).next(),
+            };
+            let Some(cut) = cut else {
+                out.push_str(&format!("{prefix}{rest}\n"));
+                break;
+            };
+            out.push_str(&format!("{prefix}{}\n", line[start..cut].trim_end()));
+            (start, prefix) = (cut, &continuation);
+        }
+    }
+    out
+}
+
+/// Where `line` may break: after each ", " outside double quotes, as (the
+/// byte after it, how many brackets are open there).
+fn breaks(line: &str) -> Vec<(usize, usize)> {
+    let bytes = line.as_bytes();
+    let (mut breaks, mut depth, mut quoted) = (Vec::new(), 0usize, false);
+    for (i, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'"' => quoted = !quoted,
+            b'(' | b'[' if !quoted => depth += 1,
+            b')' | b']' if !quoted => depth = depth.saturating_sub(1),
+            // ',' and ' ' are ASCII: `i + 1` is a character boundary.
+            b' ' if !quoted && i > 0 && bytes[i - 1] == b',' => breaks.push((i + 1, depth)),
+            _ => {}
+        }
+    }
+    breaks
 }
 
 fn not_private(reason: impl Into<String>) -> QueryError {
@@ -269,4 +335,44 @@ fn planted_cap_after_from(input: LogicalPlan, description: &Description) -> Resu
         .and_then(|b| b.project(columns))
         .and_then(LogicalPlanBuilder::build)
         .map_err(sql_error)
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::wrapped;
+
+    #[test]
+    fn long_lines_break_between_items_outside_quotes_and_lose_nothing() {
+        let items: Vec<String> = (0..30).map(|i| format!("f(x, y) AS c{i}")).collect();
+        let line = format!("  Projection: {}, Utf8(\"a, b, c\") AS q", items.join(", "));
+        let text = format!("Aggregate: x\n{line}\n    TableScan: t");
+        let shown = wrapped(&text, 50);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[0], "Aggregate: x");
+        assert!(lines[1].starts_with("  Projection: f(x, y) AS c0, f(x, y) AS c1,"));
+        assert!(lines[2].starts_with("      f(x, y) AS c"), "{shown}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 50), "{shown}");
+        let broken = &lines[1..lines.len() - 2];
+        assert!(
+            broken
+                .iter()
+                .all(|l| l.ends_with(',') && !l.ends_with("x,")),
+            "{shown}"
+        );
+        assert!(shown.contains("Utf8(\"a, b, c\") AS q\n"), "{shown}");
+        assert_eq!(lines.last(), Some(&"    TableScan: t"));
+        let joined: String = lines[1..lines.len() - 1]
+            .iter()
+            .map(|l| l.trim_start())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(format!("  {joined}"), line);
+    }
+
+    #[test]
+    fn a_piece_wider_than_the_line_stands_alone_and_short_lines_stay() {
+        let long = "x".repeat(80);
+        let shown = wrapped(&format!("a, {long}, b\nshort, line"), 20);
+        assert_eq!(shown, format!("a,\n    {long},\n    b\nshort, line\n"));
+    }
 }

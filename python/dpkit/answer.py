@@ -43,8 +43,15 @@ def to_answer(answer: dict) -> Answer:
     columns: dict[str, list] = {}
     for index, name in enumerate(answer["columns"]):
         cells = [row[index] for row in answer["rows"]]
-        if cells and isinstance(cells[0], dict):
-            # The engine refuses a query with a column of these names.
+        values = bool(cells) and isinstance(cells[0], dict)
+        names = [name, f"{name}_low", f"{name}_high"] if values else [name]
+        # dpkit refuses a query whose columns clash so; a service older than
+        # that refusal must not lose a column without a word.
+        clash = sorted(set(names) & set(columns))
+        if clash:
+            raise ValueError(f"the answer's column {clash[0]!r} is named twice (an interval "
+                             "is named <name>_low and <name>_high): rename one with AS")
+        if values:
             columns[name] = [float(cell["value"]) for cell in cells]
             columns[f"{name}_low"] = [float(cell["low"]) for cell in cells]
             columns[f"{name}_high"] = [float(cell["high"]) for cell in cells]

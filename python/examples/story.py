@@ -27,15 +27,18 @@ def staircase_against_laplace():
 def mean_height(epsilon=1.0):
     print(f"\n2. A private mean height at ε = {epsilon}, half for the sum and half for the count")
     heights = np.random.default_rng(1).normal(170.0, 10.0, 1000)  # made-up people
+    # Clamped to public bounds and centred on their midpoint: one person
+    # added or removed moves the sum of (height − 175) by at most 35.
     low, high = 140.0, 210.0
-    clamped = np.clip(heights, low, high)
+    middle = (low + high) / 2
+    centred = np.clip(heights, low, high) - middle
     budget = dpkit.Budget(epsilon)
-    total = dpkit.Laplace(epsilon / 2, sensitivity=high - low)
+    total = dpkit.Laplace(epsilon / 2, sensitivity=(high - low) / 2)
     count = dpkit.TwoSidedGeometric(epsilon / 2)
     budget.spend(*total.privacy)
     budget.spend(*count.privacy)
-    noisy_sum, noisy_count = total.release(float(clamped.sum())), count.release(len(clamped))
-    print(f"   true mean {heights.mean():.2f} cm; private mean {noisy_sum / noisy_count:.2f} cm"
+    noisy_sum, noisy_count = total.release(float(centred.sum())), count.release(len(centred))
+    print(f"   true mean {heights.mean():.2f} cm; private mean {middle + noisy_sum / noisy_count:.2f} cm"
           f" (sum ± {total.interval(0.95):.1f}, count ± {count.interval(0.95):.0f} at 95%)")
     print(f"   budget spent: ε = {budget.spent[0]}, left: ε = {budget.remaining[0]}")
 

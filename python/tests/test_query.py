@@ -87,6 +87,23 @@ def test_a_column_an_interval_would_overwrite_is_refused_for_free(description):
     assert dpkit.budget(description)["queries"] == 0
 
 
+CELL = {"value": 5.0, "low": 1.0, "high": 9.0}
+
+
+@pytest.mark.parametrize("columns, row", [
+    (["n_low", "n"], ["key", CELL]),
+    (["n", "n_high"], [CELL, "key"]),
+    (["n", "n"], ["key", CELL]),
+])
+def test_an_answer_from_an_older_service_never_loses_a_column(columns, row):
+    # A service from before the refusal above could still send such names.
+    from dpkit.answer import FACTS, to_answer
+
+    answer = {"columns": columns, "rows": [row], **{key: None for key in FACTS}}
+    with pytest.raises(ValueError, match="is named twice"):
+        to_answer(answer)
+
+
 def test_a_missing_description_is_one_clear_error(tmp_path):
     with pytest.raises(dpkit.QueryError, match="description"):
         dpkit.query(tmp_path / "nothing.toml", SEXES, epsilon=1.0)

@@ -91,7 +91,7 @@ enum AnswerFormat {
     Table,
     /// CSV with value, low and high columns
     Csv,
-    /// One JSON object
+    /// One JSON object (indented on a terminal)
     Json,
 }
 
@@ -228,8 +228,8 @@ fn answer_text(
                 small(answer.delta),
                 budget_line(state)
             );
-            for note in &answer.notes {
-                text.push_str(&format!("note: {note}\n"));
+            for line in &answer.notes {
+                text.push_str(&format!("note: {line}\n"));
             }
             text
         }
@@ -238,7 +238,7 @@ fn answer_text(
             let mut json = serde_json::to_value(answer).context("cannot encode the answer")?;
             json["remaining_epsilon"] = serde_json::json!(shown_epsilon(state.remaining_epsilon()));
             json["remaining_delta"] = serde_json::json!(state.remaining_delta());
-            format!("{json}\n")
+            crate::json_text(&json)
         }
     })
 }

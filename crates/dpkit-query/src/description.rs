@@ -196,7 +196,7 @@ pub enum ColumnKind {
 }
 
 impl ColumnKind {
-    /// Every kind, in the order a message lists them.
+    /// Every kind.
     pub const ALL: [ColumnKind; 3] = [ColumnKind::Integer, ColumnKind::Real, ColumnKind::Text];
 
     /// The word a description's `type = "…"` uses for this kind.

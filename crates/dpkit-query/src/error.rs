@@ -9,7 +9,8 @@ pub enum QueryError {
     /// The data description file is missing, malformed or inconsistent.
     #[error("data description: {0}")]
     Description(String),
-    /// The SQL does not parse, or names something that does not exist.
+    /// The SQL does not parse, names something that does not exist, or
+    /// names two columns of the answer alike.
     #[error("SQL: {0}")]
     Sql(String),
     /// The query is valid SQL but dpkit cannot make it private.

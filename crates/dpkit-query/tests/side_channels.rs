@@ -124,8 +124,8 @@ fn notes_on_literals_are_the_same_on_neighbouring_tables() {
 }
 
 /// With keys kept by a noisy threshold, the note says what the threshold
-/// may withhold, never whether it withheld anything: how many groups the
-/// data have is exact, and dan is alone in his group.
+/// may withhold, never whether it withheld anything: the data have 4
+/// groups with dan (alone in his) and 3 without, and nothing says which.
 #[test]
 fn notes_on_thresholded_groups_are_the_same_on_neighbouring_tables() {
     let with = table("threshold-notes-with", PEOPLE, "kind = \"row\"");

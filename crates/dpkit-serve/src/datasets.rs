@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dpkit_query::description::{ColumnKind, PrivacyUnit};
+use dpkit_query::description::PrivacyUnit;
 use dpkit_query::{Description, QueryEngine, RunLimits};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -64,12 +64,7 @@ impl PublicDescription {
                 .iter()
                 .map(|(name, facts)| PublicColumn {
                     name: name.clone(),
-                    kind: match facts.kind {
-                        ColumnKind::Integer => "integer",
-                        ColumnKind::Real => "real",
-                        ColumnKind::Text => "text",
-                    }
-                    .into(),
+                    kind: facts.kind.name().into(),
                     bounds: facts.bounds.map(|(low, high)| [low, high]),
                     domain: facts.domain.clone(),
                 })

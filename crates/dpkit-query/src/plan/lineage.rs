@@ -54,11 +54,28 @@ impl<'a> Lineage<'a> {
 
     /// The description's facts of `column`, if it is the table's own.
     pub(super) fn facts(&self, column: &Column) -> Option<&'a ColumnFacts> {
+        self.table_column(column).map(|(_, facts)| facts)
+    }
+
+    /// The table's column that `column` is, by its name in the table, with
+    /// the description's facts of it.
+    pub(super) fn table_column(&self, column: &Column) -> Option<(String, &'a ColumnFacts)> {
         match self.origin(column)? {
-            Origin::Table(name) => self.description.column(&name),
+            Origin::Table(name) => self.description.column(&name).map(|facts| (name, facts)),
             Origin::Computed(..) => None,
         }
     }
+
+    /// Whether `plan` is the typed, capped view under the table's name:
+    /// dpkit's own plan, below which the query has nothing of its own.
+    pub(super) fn is_view(&self, plan: &LogicalPlan) -> bool {
+        is_view(plan, self.table, self.view)
+    }
+}
+
+fn is_view(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> bool {
+    matches!(plan, LogicalPlan::SubqueryAlias(alias)
+        if alias.alias.table() == table && alias.input.as_ref() == view)
 }
 
 fn origin<'a>(
@@ -68,11 +85,7 @@ fn origin<'a>(
     view: &LogicalPlan,
 ) -> Option<Origin<'a>> {
     match plan {
-        LogicalPlan::SubqueryAlias(alias)
-            if alias.alias.table() == table && alias.input.as_ref() == view =>
-        {
-            Some(Origin::Table(column.name.clone()))
-        }
+        plan if is_view(plan, table, view) => Some(Origin::Table(column.name.clone())),
         LogicalPlan::TableScan(scan) if scan.table_name.table() == table => {
             Some(Origin::Table(column.name.clone()))
         }

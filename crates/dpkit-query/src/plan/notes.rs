@@ -1,13 +1,14 @@
 //! Notes for the analyst, drawn from the query and the description alone:
-//! a literal compared with a column that has a public domain (in a filter,
-//! a `CASE` or a computed column), where the
-//! domain does not list it (`WHERE sex = 'female'` when the domain says
-//! `Female`). The query is still answered as written, and charged, so
-//! the note says what was likely meant. It reads no data: the literal is
-//! the analyst's and the domain is public.
+//! a literal compared with a column that has a public domain which does
+//! not list it (`WHERE sex = 'female'` when the domain says `Female`), in a
+//! filter, a `CASE` or a computed column. The query is still answered as
+//! written, and charged, so the note says what was likely meant. It reads
+//! no data: the literal is the analyst's and the domain is public.
 
-use datafusion::common::ScalarValue;
+use std::collections::HashSet;
+
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, ScalarValue};
 use datafusion::logical_expr::{Aggregate, BinaryExpr, Expr, LogicalPlan, Operator};
 
 use super::lineage::Lineage;
@@ -18,23 +19,37 @@ use crate::hints::{closest_value, quoted};
 const SHOWN_CHARACTERS: usize = 60;
 /// The most domain values a note lists.
 const LISTED_VALUES: usize = 8;
+/// The most notes one answer carries: past them, planning would spend its
+/// time on spelling.
+const MOST_NOTES: usize = 10;
+
+/// The notes so far, and the (column, literal) pairs already read.
+#[derive(Default)]
+struct Notes {
+    notes: Vec<String>,
+    seen: HashSet<(String, String)>,
+}
 
 /// The notes on every comparison the aggregate and the plan below it make
 /// (filters, `CASE` inside an aggregate or a computed column), each once.
 pub(super) fn notes<'a>(aggregate: &'a Aggregate, lineage: &Lineage<'a>) -> Vec<String> {
-    let mut notes = Vec::new();
+    let mut notes = Notes::default();
     for expr in aggregate.group_expr.iter().chain(&aggregate.aggr_expr) {
         notes_on(expr, lineage, &mut notes);
     }
     collect(&aggregate.input, lineage, &mut notes);
-    let mut seen = std::collections::HashSet::new();
-    notes.retain(|note| seen.insert(note.clone()));
-    notes
+    let mut shown = HashSet::new();
+    notes.notes.retain(|note| shown.insert(note.clone()));
+    notes.notes
 }
 
-/// The notes on the expressions of `plan` and of every plan below it; an
-/// expression's columns are those of its node's one input.
-fn collect<'a>(plan: &'a LogicalPlan, lineage: &Lineage<'a>, notes: &mut Vec<String>) {
+/// The notes on the expressions of `plan` and of every plan below it, down
+/// to dpkit's own view of the table; an expression's columns are those of
+/// its node's one input.
+fn collect<'a>(plan: &'a LogicalPlan, lineage: &Lineage<'a>, notes: &mut Notes) {
+    if lineage.is_view(plan) {
+        return;
+    }
     if let [input] = plan.inputs()[..] {
         let below = lineage.below(input);
         let _ = plan.apply_expressions(|expr| {
@@ -47,18 +62,24 @@ fn collect<'a>(plan: &'a LogicalPlan, lineage: &Lineage<'a>, notes: &mut Vec<Str
     }
 }
 
-fn notes_on(expr: &Expr, lineage: &Lineage<'_>, notes: &mut Vec<String>) {
+fn notes_on(expr: &Expr, lineage: &Lineage<'_>, notes: &mut Notes) {
     let _ = expr.apply(|expr| {
         for (column, literal) in comparisons(expr) {
-            notes.extend(note(column, &literal, lineage));
+            if notes.notes.len() >= MOST_NOTES {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            if notes.seen.insert((column.flat_name(), literal.clone())) {
+                notes.notes.extend(note(column, &literal, lineage));
+            }
         }
         Ok(TreeNodeRecursion::Continue)
     });
 }
 
 /// The (column, literal) pairs `expr` compares for equality: `c = 'x'`,
-/// `'x' <> c`, `c IN ('x', 'y')`, `CASE c WHEN 'x' THEN …`.
-fn comparisons(expr: &Expr) -> Vec<(&datafusion::common::Column, String)> {
+/// `'x' <> c`, `c IN ('x', 'y')`, `CASE c WHEN 'x' THEN …` and
+/// `CASE 'x' WHEN c THEN …`.
+fn comparisons(expr: &Expr) -> Vec<(&Column, String)> {
     match expr {
         Expr::BinaryExpr(BinaryExpr {
             left,
@@ -68,11 +89,12 @@ fn comparisons(expr: &Expr) -> Vec<(&datafusion::common::Column, String)> {
             .into_iter()
             .filter_map(|(a, b)| Some((column_of(a)?, literal_text(b)?)))
             .collect(),
-        Expr::Case(case) => match case.expr.as_deref().and_then(column_of) {
-            Some(column) => case
+        Expr::Case(case) => match case.expr.as_deref() {
+            Some(subject) => case
                 .when_then_expr
                 .iter()
-                .filter_map(|(when, _)| Some((column, literal_text(when)?)))
+                .flat_map(|(when, _)| [(subject, when.as_ref()), (when.as_ref(), subject)])
+                .filter_map(|(a, b)| Some((column_of(a)?, literal_text(b)?)))
                 .collect(),
             None => Vec::new(),
         },
@@ -88,7 +110,7 @@ fn comparisons(expr: &Expr) -> Vec<(&datafusion::common::Column, String)> {
     }
 }
 
-fn column_of(expr: &Expr) -> Option<&datafusion::common::Column> {
+fn column_of(expr: &Expr) -> Option<&Column> {
     match unalias(expr) {
         Expr::Column(column) => Some(column),
         Expr::Cast(cast) => column_of(&cast.expr),
@@ -113,17 +135,15 @@ fn literal_text(expr: &Expr) -> Option<String> {
 
 /// The note on `literal` compared with `column`, if the column is the
 /// table's own, has a domain, and the domain does not list the literal.
-fn note(
-    column: &datafusion::common::Column,
-    literal: &str,
-    lineage: &Lineage<'_>,
-) -> Option<String> {
-    let domain = lineage.facts(column)?.domain.as_ref()?;
+fn note(column: &Column, literal: &str, lineage: &Lineage<'_>) -> Option<String> {
+    let (table_column, facts) = lineage.table_column(column)?;
+    let domain = facts.domain.as_ref()?;
     if domain.iter().any(|value| value == literal) {
         return None;
     }
     let shown = shown(literal);
-    let name = quoted(&column.name);
+    // The table's name for it: a subquery may call it something else.
+    let name = quoted(&table_column);
     Some(match closest_value(literal, domain) {
         Some(meant) => {
             format!("'{shown}' is not in the public domain of {name}: did you mean '{meant}'?")

@@ -47,7 +47,7 @@ pub fn file_dataset(name: &str) -> PathBuf {
 }
 
 /// Sends every attack to `people` on `server` as `key`'s analyst (who needs
-/// ε ≥ 42 and δ ≥ 1e-5 on it); panics on a response that quotes a value
+/// ε ≥ 42 and δ ≥ 1e-10 on it); panics on a response that quotes a value
 /// or is neither an answer nor a refusal. How many were answered.
 pub fn attack(server: &TestServer, key: &str) -> usize {
     let attempts = [

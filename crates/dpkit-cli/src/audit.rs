@@ -74,6 +74,16 @@ enum ReportFormat {
     Json,
 }
 
+/// One line on standard error saying what a long run is doing, written
+/// only when a person is watching (standard error is a terminal).
+fn stage(text: &str) {
+    use std::io::{IsTerminal, Write};
+    let mut stderr = std::io::stderr().lock();
+    if stderr.is_terminal() {
+        let _ = writeln!(stderr, "dpkit: {text}…");
+    }
+}
+
 /// Runs the audit, prints the report; `Ok(true)` when a violation was found.
 pub fn run(args: &AuditArgs) -> Result<bool> {
     let settings = AuditSettings {
@@ -91,6 +101,10 @@ pub fn run(args: &AuditArgs) -> Result<bool> {
         delta: args.delta,
         sensitivity: args.sensitivity,
     };
+    stage(&format!(
+        "drawing {} outputs from each of two neighbouring inputs",
+        args.samples
+    ));
     let outputs = match args.seed {
         Some(seed) => target.run(
             parameters,
@@ -99,6 +113,7 @@ pub fn run(args: &AuditArgs) -> Result<bool> {
         )?,
         None => target.run(parameters, args.samples, &mut SecureRng::from_os()?)?,
     };
+    stage("looking for the event that tells the inputs apart most");
     let report = audit(&outputs, &settings)?;
     let figure_paths = match &args.plot {
         Some(stem) => Some(draw(&figure(&outputs, &report)?, stem)?),
@@ -227,8 +242,17 @@ fn figure(outputs: &NeighbouringOutputs, report: &AuditReport) -> Result<Histogr
             .flat_map(|&v| [v - half, v + half])
             .collect()
     } else {
-        let low = pooled[pooled.len() / 200];
-        let high = pooled[pooled.len() - 1 - pooled.len() / 200];
+        // The middle 99% of the outputs, and the event's edges: the figure
+        // shows the event even when it lies in the tails.
+        let middle = (
+            pooled[pooled.len() / 200],
+            pooled[pooled.len() - 1 - pooled.len() / 200],
+        );
+        let edges = report.event.spans().unwrap_or_default().into_iter();
+        let (low, high) = edges
+            .flat_map(|(a, b)| [a, b])
+            .filter(|v| v.is_finite())
+            .fold(middle, |(l, h), v| (l.min(v), h.max(v)));
         if low.partial_cmp(&high) != Some(std::cmp::Ordering::Less) {
             bail!("the outputs are too concentrated to draw");
         }

@@ -199,3 +199,28 @@ fn a_query_is_audited_end_to_end_on_two_neighbouring_tables() {
     assert!(text.contains("query: SELECT sex, COUNT(*)"), "{text}");
     assert!(text.contains("pass: no violation found"), "{text}");
 }
+
+/// A long audit says what it is doing on a terminal (`script`, from
+/// util-linux, gives it one), and writes nothing extra into a pipe.
+#[test]
+fn an_audit_says_what_it_is_doing_only_on_a_terminal() {
+    let args = ["audit", "--mechanism", "laplace", "--epsilon", "1"];
+    let args = [&args[..], &["--seed", "1", "--samples", "20000"]].concat();
+    let piped = dpkit(&args);
+    assert_eq!(piped.status.code(), Some(0));
+    assert!(piped.stderr.is_empty(), "{piped:?}");
+    let command = std::iter::once(env!("CARGO_BIN_EXE_dpkit"))
+        .chain(args.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let on_terminal = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script (util-linux) gives the command a terminal");
+    let text = String::from_utf8(on_terminal.stdout).unwrap();
+    assert!(
+        text.contains("dpkit: drawing 20000 outputs from each"),
+        "{text}"
+    );
+    assert!(text.contains("pass: no violation found"), "{text}");
+}

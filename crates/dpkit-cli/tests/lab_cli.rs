@@ -52,8 +52,20 @@ fn a_missing_data_folder_is_one_error_line() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("cannot read"), "{stderr}");
+    assert!(
+        stderr.contains("no Adult files") && stderr.contains("--data"),
+        "{stderr}"
+    );
+    // Nothing ran before the check: no report, no figure.
+    assert!(!out.join("report.md").exists());
     let _ = std::fs::remove_dir_all(&out);
+    // A file that cannot be written names its cause once.
+    let unwritable = dpkit(&["lab", "speed", "--quick", "--out", "/proc/dpkit-lab"]);
+    assert_eq!(unwritable.status.code(), Some(2));
+    let stderr = String::from_utf8(unwritable.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let cause = stderr.rsplit(": ").next().unwrap();
+    assert_eq!(stderr.matches(cause).count(), 1, "{stderr}");
     let unknown = dpkit(&["lab", "no-such-experiment"]);
     assert_eq!(unknown.status.code(), Some(2));
 }

@@ -26,6 +26,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub mod adult;
 pub mod error;
 pub mod experiments;
+pub mod machine;
 pub mod output;
 pub mod rng;
 
@@ -102,6 +103,19 @@ impl Experiment {
         }
     }
 
+    /// Whether the experiment reads the Adult files.
+    ///
+    /// ```
+    /// use dpkit_lab::Experiment;
+    /// assert!(Experiment::Composition.reads_adult() && !Experiment::Speed.reads_adult());
+    /// ```
+    pub fn reads_adult(self) -> bool {
+        matches!(
+            self,
+            Self::Histogram | Self::Exponential | Self::Composition
+        )
+    }
+
     /// The experiment called `name`, if any.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|e| e.name() == name)
@@ -133,7 +147,18 @@ impl Context<'_> {
 }
 
 /// Runs `experiments` in order and writes `report.md` with their sections.
+///
+/// The Adult files are looked for before anything runs, so that a missing
+/// data folder stops the lab at once, not halfway.
 pub fn run(experiments: &[Experiment], settings: &LabSettings) -> Result<Vec<Section>> {
+    let missing = adult::ADULT_FILES
+        .iter()
+        .any(|f| !settings.data.join(f).is_file());
+    if missing && experiments.iter().any(|e| e.reads_adult()) {
+        return Err(LabError::NoData {
+            folder: settings.data.clone(),
+        });
+    }
     let out = OutputDir::create(&settings.output)?;
     let mut sections = Vec::with_capacity(experiments.len());
     for (stream, &experiment) in experiments.iter().enumerate() {
@@ -169,8 +194,11 @@ fn report(sections: &[Section], settings: &LabSettings) -> String {
         "full mode"
     };
     let mut text = format!(
-        "# dpkit lab report\n\nWritten by `dpkit lab` in {mode}, with {seed}. Every figure \
-         is also in SVG next to its PNG, and every number in the CSV files.\n\n"
+        "# dpkit lab report\n\nWritten by `dpkit lab` in {mode}, with {seed}, on {} on {}. \
+         Timings compare only within one run. Every figure is also in SVG next to its PNG, \
+         and every number in the CSV files.\n\n",
+        machine::cpu(),
+        machine::today()
     );
     for section in sections {
         text.push_str(&section.to_markdown());

@@ -4,7 +4,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::{FAMILY, Figure, PlotError, colour, draw_error};
+use crate::legend::{self, Entry, Swatch};
+use crate::{FAMILY, Figure, MARGIN, PlotError, colour, draw_error};
 
 /// One group of bars: one value per category.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +31,25 @@ pub struct BarFigure {
     pub groups: Vec<BarGroup>,
 }
 
+impl BarFigure {
+    /// One block per group.
+    fn legend(&self) -> Vec<Entry> {
+        let entry = |(index, g): (usize, &BarGroup)| Entry {
+            name: g.name.clone(),
+            swatch: Swatch::Block(colour(index)),
+        };
+        self.groups.iter().enumerate().map(entry).collect()
+    }
+
+    /// The share of a plot `width` pixels wide left of zero, for the row
+    /// names (about 8 px per character), so that they never overlap the bars.
+    fn name_share(&self, width: u32) -> f64 {
+        let longest = self.categories.iter().map(|c| c.chars().count()).max();
+        let room = f64::from(width.saturating_sub(2 * MARGIN + 8)).max(1.0);
+        (longest.unwrap_or(0) as f64 * 8.0 / room).min(0.45)
+    }
+}
+
 impl Figure for BarFigure {
     fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
@@ -45,40 +65,13 @@ impl Figure for BarFigure {
         if rows == 0 || largest <= 0.0 {
             return Err(PlotError::Empty("no positive bar"));
         }
-        // The legend goes in the right-hand corner whose rows have the
-        // shorter bars; if both ends are long, the axis extends to make room.
-        let row_largest = |rows: &mut dyn Iterator<Item = usize>| {
-            rows.flat_map(|row| self.groups.iter().filter_map(move |g| g.values.get(row)))
-                .copied()
-                .filter(|v| v.is_finite())
-                .fold(0.0f64, f64::max)
-        };
-        let top_largest = row_largest(&mut (0..rows.min(3)));
-        let bottom_largest = row_largest(&mut (rows.saturating_sub(3)..rows));
-        let legend_position = if top_largest <= bottom_largest {
-            SeriesLabelPosition::UpperRight
-        } else {
-            SeriesLabelPosition::LowerRight
-        };
-        let right = if top_largest.min(bottom_largest) > 0.55 * largest {
-            largest * 1.7
-        } else {
-            largest * 1.12
-        };
-        // Room left of zero for the row names (about 8 px per character of
-        // an 800 px plot), so that they never overlap the bars.
-        let longest = self
-            .categories
-            .iter()
-            .map(|c| c.chars().count())
-            .max()
-            .unwrap_or(0);
-        let share = (longest as f64 * 8.0 / 800.0).min(0.45);
+        let entries = self.legend();
+        let (plot, panel) = legend::layout(root, &self.title, &entries)?;
+        let right = largest * 1.12;
+        let share = self.name_share(plot.dim_in_pixel().0);
         let left = -right * share / (1.0 - share);
-        root.fill(&WHITE).map_err(draw_error)?;
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, (FAMILY, 24))
-            .margin(18)
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(MARGIN)
             .x_label_area_size(52)
             .y_label_area_size(8)
             .build_cartesian_2d(left..right, 0.0..rows as f64)
@@ -133,11 +126,7 @@ impl Figure for BarFigure {
                             )
                         }),
                 )
-                .map_err(draw_error)?
-                .label(&group.name)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 18, y + 6)], colour.filled())
-                });
+                .map_err(draw_error)?;
             chart
                 .draw_series(group.ranges.iter().enumerate().map(|(row, &(low, high))| {
                     let middle = slot(row) + 0.5 * thickness;
@@ -145,14 +134,9 @@ impl Figure for BarFigure {
                 }))
                 .map_err(draw_error)?;
         }
-        chart
-            .configure_series_labels()
-            .position(legend_position)
-            .label_font((FAMILY, 14))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(draw_error)?;
+        if let Some(panel) = panel {
+            legend::draw(&panel, &entries, MARGIN as i32)?;
+        }
         Ok(())
     }
 }

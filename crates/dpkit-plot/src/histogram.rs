@@ -3,12 +3,13 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::{FAMILY, Figure, HIGHLIGHT, PlotError, colour, draw_error};
+use crate::legend::{self, Entry, Swatch};
+use crate::{FAMILY, Figure, HIGHLIGHT, MARGIN, PlotError, colour, draw_error};
 
 /// One histogram: bins `(left, right, height)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistogramSeries {
-    /// Legend entry.
+    /// Legend entry (empty: not in the legend).
     pub name: String,
     /// `(left edge, right edge, height)` per bin.
     pub bins: Vec<(f64, f64, f64)>,
@@ -23,12 +24,60 @@ pub struct HistogramFigure {
     pub x_label: String,
     /// y-axis label, with units.
     pub y_label: String,
-    /// The histograms, drawn translucent over each other.
+    /// The histograms, drawn translucent over each other (two read well;
+    /// more blur into one colour where they overlap: draw those as curves
+    /// in a [`crate::LineFigure`]).
     pub series: Vec<HistogramSeries>,
-    /// Spans `(left, right)` of the x axis to shade (clipped to the plot).
+    /// Spans `(left, right)` of the x axis to shade; the x axis reaches
+    /// every finite edge, so that no span is cut off.
     pub highlight: Vec<(f64, f64)>,
     /// Legend entry of the shaded spans.
     pub highlight_label: String,
+}
+
+impl HistogramFigure {
+    /// The shaded spans first (when any is drawn), then each histogram.
+    fn legend(&self, shaded: bool) -> Vec<Entry> {
+        let spans = shaded.then(|| Entry {
+            name: self.highlight_label.clone(),
+            swatch: Swatch::Block(HIGHLIGHT),
+        });
+        let series = self
+            .series
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.name.is_empty());
+        let series = series.map(|(index, s)| Entry {
+            name: s.name.clone(),
+            swatch: Swatch::Block(colour(index)),
+        });
+        spans.into_iter().chain(series).collect()
+    }
+
+    /// The x range: every bin, and the finite edges of every shaded span,
+    /// so that a span in the tails is shown, not cut off.
+    fn x_range(&self) -> Option<(f64, f64)> {
+        let edges = self
+            .series
+            .iter()
+            .flat_map(|s| s.bins.iter().flat_map(|b| [b.0, b.1]));
+        let (left, right) = edges.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, r), v| {
+            (l.min(v), r.max(v))
+        });
+        if left.partial_cmp(&right) != Some(std::cmp::Ordering::Less) {
+            return None;
+        }
+        let spans = self.highlight.iter().flat_map(|&(a, b)| [a, b]);
+        let (left, right) = spans
+            .filter(|v| v.is_finite())
+            .fold((left, right), |(l, r), v| (l.min(v), r.max(v)));
+        let pad = if self.highlight.is_empty() {
+            0.0
+        } else {
+            0.02 * (right - left)
+        };
+        Some((left - pad, right + pad))
+    }
 }
 
 impl Figure for HistogramFigure {
@@ -37,21 +86,25 @@ impl Figure for HistogramFigure {
         DB::ErrorType: 'static,
     {
         let figure = self;
-        let bins = figure.series.iter().flat_map(|s| s.bins.iter());
-        let (mut left, mut right, mut top) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-        for &(l, r, h) in bins {
-            left = left.min(l);
-            right = right.max(r);
-            top = top.max(h);
-        }
-        if left.partial_cmp(&right) != Some(std::cmp::Ordering::Less) || top <= 0.0 {
+        let top = figure
+            .series
+            .iter()
+            .flat_map(|s| s.bins.iter().map(|b| b.2))
+            .fold(0.0f64, f64::max);
+        let Some((left, right)) = figure.x_range().filter(|_| top > 0.0) else {
             return Err(PlotError::Empty("the histograms have no mass"));
-        }
-        let top = top * 1.3; // headroom for the legend
-        root.fill(&WHITE).map_err(draw_error)?;
-        let mut chart = ChartBuilder::on(root)
-            .caption(&figure.title, (FAMILY, 24))
-            .margin(18)
+        };
+        let top = top * 1.05;
+        let shaded: Vec<(f64, f64)> = figure
+            .highlight
+            .iter()
+            .map(|&(a, b)| (a.max(left), b.min(right)))
+            .filter(|(a, b)| a <= b)
+            .collect();
+        let entries = figure.legend(!shaded.is_empty());
+        let (plot, panel) = legend::layout(root, &figure.title, &entries)?;
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(MARGIN)
             .x_label_area_size(52)
             .y_label_area_size(80)
             .build_cartesian_2d(left..right, 0.0..top)
@@ -60,26 +113,20 @@ impl Figure for HistogramFigure {
             .configure_mesh()
             .x_desc(&figure.x_label)
             .y_desc(&figure.y_label)
+            .x_label_formatter(&|v| crate::tick_label(*v))
+            .y_label_formatter(&|v| crate::tick_label(*v))
             .label_style((FAMILY, 15))
             .axis_desc_style((FAMILY, 17))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(draw_error)?;
-        let shaded: Vec<(f64, f64)> = figure
-            .highlight
-            .iter()
-            .map(|&(a, b)| (a.max(left), b.min(right)))
-            .filter(|(a, b)| a <= b)
-            .collect();
-        if !shaded.is_empty() {
-            chart
-                .draw_series(shaded.iter().map(|&(a, b)| {
+        chart
+            .draw_series(
+                shaded.iter().map(|&(a, b)| {
                     Rectangle::new([(a, 0.0), (b, top)], HIGHLIGHT.mix(0.45).filled())
-                }))
-                .map_err(draw_error)?
-                .label(&figure.highlight_label)
-                .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], HIGHLIGHT.filled()));
-        }
+                }),
+            )
+            .map_err(draw_error)?;
         for (index, series) in figure.series.iter().enumerate() {
             let colour = colour(index);
             chart
@@ -92,20 +139,11 @@ impl Figure for HistogramFigure {
                     outline(&series.bins),
                     colour.stroke_width(2),
                 ))
-                .map_err(draw_error)?
-                .label(&series.name)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 18, y + 6)], colour.filled())
-                });
+                .map_err(draw_error)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FAMILY, 15))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(draw_error)?;
+        if let Some(panel) = panel {
+            legend::draw(&panel, &entries, MARGIN as i32)?;
+        }
         Ok(())
     }
 }

@@ -38,6 +38,7 @@ use thiserror::Error;
 
 mod bars;
 mod histogram;
+mod legend;
 mod lines;
 
 pub use bars::{BarFigure, BarGroup};
@@ -49,6 +50,8 @@ const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
 pub(crate) const FAMILY: &str = "sans-serif";
 /// Figure size in pixels (PNG) and user units (SVG).
 pub(crate) const SIZE: (u32, u32) = (960, 600);
+/// Blank pixels around each plot, inside the figure.
+pub(crate) const MARGIN: u32 = 18;
 /// Series colours, colour-blind safe (the Okabe–Ito palette).
 pub(crate) const PALETTE: [RGBColor; 7] = [
     RGBColor(0, 114, 178),

@@ -4,7 +4,8 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
-use crate::{FAMILY, Figure, PlotError, colour, draw_error};
+use crate::legend::{self, Entry, Swatch};
+use crate::{FAMILY, Figure, MARGIN, PlotError, colour, draw_error};
 
 /// How an axis maps values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,27 @@ fn extent(values: impl Iterator<Item = f64>, axis: Axis) -> Option<(f64, f64)> {
     })
 }
 
+impl LineFigure {
+    /// The legend: every curve with a name, drawn as its style.
+    fn legend(&self) -> Vec<Entry> {
+        self.curves
+            .iter()
+            .filter(|c| !c.name.is_empty())
+            .map(|c| {
+                let colour = colour(c.colour_index);
+                Entry {
+                    name: c.name.clone(),
+                    swatch: match c.style {
+                        CurveStyle::Line => Swatch::Line(colour),
+                        CurveStyle::Dashed => Swatch::Dashed(colour),
+                        CurveStyle::Markers => Swatch::Marker(colour),
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
 impl Figure for LineFigure {
     fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
@@ -124,10 +146,10 @@ where
 {
     let visible_x = |v: f64| v.is_finite() && (figure.x_axis == Axis::Linear || v > 0.0);
     let visible_y = |v: f64| v.is_finite() && (figure.y_axis == Axis::Linear || v > 0.0);
-    root.fill(&WHITE).map_err(draw_error)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(&figure.title, (FAMILY, 24))
-        .margin(18)
+    let entries = figure.legend();
+    let (plot, panel) = legend::layout(root, &figure.title, &entries)?;
+    let mut chart = ChartBuilder::on(&plot)
+        .margin(MARGIN)
         .x_label_area_size(52)
         .y_label_area_size(84)
         .build_cartesian_2d(x, y)
@@ -170,7 +192,7 @@ where
             .copied()
             .filter(|&(x, y)| visible_x(x) && visible_y(y))
             .collect();
-        let drawn = match curve.style {
+        match curve.style {
             CurveStyle::Line => chart
                 .draw_series(LineSeries::new(points, colour.stroke_width(2)))
                 .map_err(draw_error)?,
@@ -185,24 +207,9 @@ where
                 )
                 .map_err(draw_error)?,
         };
-        // Curves without a name stay out of the legend.
-        if !curve.name.is_empty() {
-            let style = curve.style;
-            drawn.label(&curve.name).legend(move |(x, y)| match style {
-                CurveStyle::Markers => {
-                    Circle::new((x + 9, y), 4, colour.stroke_width(2)).into_dyn()
-                }
-                _ => PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2)).into_dyn(),
-            });
-        }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FAMILY, 14))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
+    if let Some(panel) = panel {
+        legend::draw(&panel, &entries, MARGIN as i32)?;
+    }
     Ok(())
 }

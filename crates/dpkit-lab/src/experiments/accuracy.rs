@@ -249,6 +249,7 @@ fn figure(
             band: vec![],
         });
     }
+    curves.extend(zeros_at_the_floor(&curves));
     LineFigure {
         title: title.into(),
         x_label: "privacy parameter ε (log scale)".into(),
@@ -257,6 +258,25 @@ fn figure(
         y_axis: Axis::Log,
         curves,
     }
+}
+
+/// The measurements of exactly 0 (every sample was 0), which a log axis
+/// cannot show: one black curve of markers at half the smallest positive
+/// value, named in the legend, instead of points that silently vanish.
+fn zeros_at_the_floor(curves: &[Curve]) -> Option<Curve> {
+    let values = curves.iter().flat_map(|c| c.points.iter().map(|p| p.1));
+    let floor = values.filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min) / 2.0;
+    let measured = curves.iter().filter(|c| c.style == CurveStyle::Markers);
+    let zeros: Vec<(f64, f64)> = measured
+        .flat_map(|c| c.points.iter().filter(|p| p.1 == 0.0).map(|p| (p.0, floor)))
+        .collect();
+    (!zeros.is_empty() && floor.is_finite()).then(|| Curve {
+        name: "measured exactly 0 (drawn at the bottom)".into(),
+        colour_index: 6,
+        style: CurveStyle::Markers,
+        points: zeros,
+        band: vec![],
+    })
 }
 
 /// Runs the experiment.

@@ -9,7 +9,7 @@ use std::path::Path;
 use dpkit_core::accounting::{PrivacyLoss, sequential_composition};
 use dpkit_core::accuracy::NoiseAccuracy;
 use dpkit_core::mechanism::{Laplace, RealMechanism};
-use dpkit_plot::{HistogramFigure, HistogramSeries};
+use dpkit_plot::{Axis, Curve, CurveStyle, LineFigure};
 
 use super::mean_and_sd;
 use crate::Context;
@@ -102,6 +102,9 @@ fn compute(context: &mut Context) -> Result<Results> {
     })
 }
 
+/// The four error distributions as frequency polygons (each bin's share
+/// at its centre, joined): four overlaid filled histograms blur into one
+/// colour.
 fn draw_histogram(results: &Results, context: &Context) -> Result<String> {
     let mut pooled: Vec<f64> = results.errors.iter().flatten().copied().collect();
     pooled.sort_by(f64::total_cmp);
@@ -109,43 +112,46 @@ fn draw_histogram(results: &Results, context: &Context) -> Result<String> {
     let high = pooled[pooled.len() - 1 - pooled.len() / 200].ceil();
     let bins = 40usize;
     let width = (high - low) / bins as f64;
-    let series = results
+    let curves = results
         .errors
         .iter()
         .zip(RELEASES)
         .zip(results.totals)
-        .map(|((sample, name), total)| {
+        .enumerate()
+        .map(|(index, ((sample, name), total))| {
             let mut counts = vec![0usize; bins];
             for &e in sample {
                 if e >= low && e < high {
                     counts[(((e - low) / width) as usize).min(bins - 1)] += 1;
                 }
             }
-            HistogramSeries {
+            let centre = |i: usize| low + (i as f64 + 0.5) * width;
+            Curve {
                 name: format!("{name} (accountant: ε = {})", significant(total, 2)),
-                bins: counts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &c)| {
-                        let left = low + i as f64 * width;
-                        (left, left + width, c as f64 / results.draws as f64)
-                    })
+                colour_index: index,
+                style: CurveStyle::Line,
+                points: (counts.iter().enumerate())
+                    .map(|(i, &c)| (centre(i), c as f64 / results.draws as f64))
                     .collect(),
+                band: vec![],
             }
         })
         .collect();
     context.out.figure(
         "composition",
-        &HistogramFigure {
+        &LineFigure {
             title: format!(
                 "Error of the released count of people over 50 ({} draws each)",
                 results.draws
             ),
-            x_label: "released − true count (people)".into(),
+            x_label: format!(
+                "released − true count (people; bins {} wide)",
+                significant(width, 2)
+            ),
             y_label: "share of draws".into(),
-            series,
-            highlight: vec![],
-            highlight_label: String::new(),
+            x_axis: Axis::Linear,
+            y_axis: Axis::Linear,
+            curves,
         },
     )
 }

@@ -41,9 +41,15 @@ class Answer(pd.DataFrame):
 def to_answer(answer: dict) -> Answer:
     """A ``dpkit serve``-shaped answer (columns, rows, facts) as an :class:`Answer`."""
     columns: dict[str, list] = {}
+    # Which columns hold released values; a service older than that field
+    # shows it only in the first row.
+    released = answer.get("released")
     for index, name in enumerate(answer["columns"]):
         cells = [row[index] for row in answer["rows"]]
-        values = bool(cells) and isinstance(cells[0], dict)
+        if released is not None:
+            values = bool(released[index])
+        else:
+            values = bool(cells) and isinstance(cells[0], dict)
         names = [name, f"{name}_low", f"{name}_high"] if values else [name]
         # dpkit refuses a query whose columns clash so; a service older than
         # that refusal must not lose a column without a word.
@@ -52,9 +58,8 @@ def to_answer(answer: dict) -> Answer:
             raise ValueError(f"the answer's column {clash[0]!r} is named twice (an interval "
                              "is named <name>_low and <name>_high): rename one with AS")
         if values:
-            columns[name] = [float(cell["value"]) for cell in cells]
-            columns[f"{name}_low"] = [float(cell["low"]) for cell in cells]
-            columns[f"{name}_high"] = [float(cell["high"]) for cell in cells]
+            for column, part in ((name, "value"), (f"{name}_low", "low"), (f"{name}_high", "high")):
+                columns[column] = pd.Series([float(cell[part]) for cell in cells], dtype="float64")
         else:
             columns[name] = cells
     frame = Answer(columns)

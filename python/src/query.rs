@@ -117,6 +117,7 @@ fn answer(
     Ok(json!({
         "dataset": dataset,
         "columns": table.columns,
+        "released": table.released,
         "rows": table.rows,
         "confidence": table.confidence,
         "epsilon": table.epsilon,

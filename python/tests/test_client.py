@@ -60,6 +60,12 @@ def test_a_query_comes_back_as_a_frame_and_again_as_a_free_replay(server):
     assert again.equals(frame)
     assert again.attrs["replay"] is True and again.attrs["charged_epsilon"] == 0.0
     assert client.budget()[0]["spent_epsilon"] == 0.5
+    # An answer without rows (every thresholded group withheld) keeps its
+    # interval columns, and so does its replay.
+    empty = 'SELECT "native-country", COUNT(*) AS n FROM adult WHERE age > 200 GROUP BY "native-country"'
+    for _ in range(2):
+        frame = client.query("adult", empty, epsilon=0.1, delta=1e-7)
+        assert list(frame.columns) == ["native-country", "n", "n_low", "n_high"] and len(frame) == 0
 
 
 def test_refusals_raise_with_the_servers_code(server):

@@ -87,6 +87,15 @@ def test_a_column_an_interval_would_overwrite_is_refused_for_free(description):
     assert dpkit.budget(description)["queries"] == 0
 
 
+def test_an_answer_without_rows_has_its_interval_columns(description):
+    # Every thresholded group is withheld: the frame still has the columns
+    # a script expects, the values as floats.
+    sql = 'SELECT "native-country", COUNT(*) AS n FROM adult WHERE age > 200 GROUP BY "native-country"'
+    answer = dpkit.query(description, sql, epsilon=1.0, delta=1e-6)
+    assert list(answer.columns) == ["native-country", "n", "n_low", "n_high"]
+    assert len(answer) == 0 and answer["n_low"].dtype == "float64"
+
+
 CELL = {"value": 5.0, "low": 1.0, "high": 9.0}
 
 

@@ -166,6 +166,16 @@ fn json_and_csv_outputs_are_for_scripts() {
     let text = String::from_utf8(csv.stdout).unwrap();
     assert_eq!(text.lines().next(), Some("sex,n,n_low,n_high"));
     assert_eq!(text.lines().count(), 3);
+    // An answer without a row (every thresholded group withheld) has the
+    // same columns, so a script reading it needs no special case.
+    let empty = query(
+        &ledger,
+        &["--epsilon", "0.5", "--delta", "1e-6", "--format", "csv"],
+        "SELECT \"native-country\", COUNT(*) AS n FROM adult WHERE age > 200 GROUP BY \"native-country\"",
+    );
+    assert_eq!(empty.status.code(), Some(0), "{empty:?}");
+    let text = String::from_utf8(empty.stdout).unwrap();
+    assert_eq!(text, "native-country,n,n_low,n_high\n");
 }
 
 /// Issue 31: `WHERE sex = 'female'` (the domain says `Female`) was answered

@@ -32,6 +32,11 @@ pub struct ReleasedTable {
     pub columns: Vec<String>,
     /// Rows of cells.
     pub rows: Vec<Vec<Cell>>,
+    /// For each column, whether it holds released values (each with its
+    /// interval) rather than group keys: an answer without rows still has
+    /// its interval columns. Empty in answers kept before it was added.
+    #[serde(default)]
+    pub released: Vec<bool>,
     /// The confidence level of the intervals.
     pub confidence: f64,
     /// ε charged.
@@ -108,6 +113,7 @@ impl ReleasedTable {
     /// let table = ReleasedTable {
     ///     columns: vec!["sex".into(), "n".into()],
     ///     rows: vec![vec![Cell::Key("Female".into()), Cell::Value { value: 10771.0, low: 10767.0, high: 10775.0, expected_error: Some(1.5) }]],
+    ///     released: vec![false, true],
     ///     confidence: 0.95, epsilon: 0.5, delta: 0.0, notes: vec![],
     /// };
     /// assert!(table.to_text().contains("10771 ± 4"));
@@ -141,6 +147,18 @@ impl ReleasedTable {
         text
     }
 
+    /// Whether column `index` holds released values: as declared, or, in an
+    /// answer kept before `released` was added, as its first row shows.
+    fn is_released(&self, index: usize) -> bool {
+        match self.released.get(index) {
+            Some(&released) => released,
+            None => matches!(
+                self.rows.first().and_then(|r| r.get(index)),
+                Some(Cell::Value { .. })
+            ),
+        }
+    }
+
     /// CSV: each released value as three columns, `name`, `name_low`, `name_high`
     /// ([`interval_columns`]).
     pub fn to_csv(&self) -> String {
@@ -153,12 +171,9 @@ impl ReleasedTable {
         };
         let mut header = Vec::new();
         for (i, name) in self.columns.iter().enumerate() {
-            match self.rows.first().and_then(|r| r.get(i)) {
-                Some(Cell::Value { .. }) => {
-                    header.push(quote(name));
-                    header.extend(interval_columns(name).iter().map(|c| quote(c)));
-                }
-                _ => header.push(quote(name)),
+            header.push(quote(name));
+            if self.is_released(i) {
+                header.extend(interval_columns(name).iter().map(|c| quote(c)));
             }
         }
         let mut text = header.join(",");
@@ -190,6 +205,7 @@ mod tests {
         ReleasedTable {
             columns,
             rows,
+            released: vec![],
             confidence: 0.95,
             epsilon: 1.0,
             delta: 0.0,
@@ -228,5 +244,15 @@ mod tests {
         let answer = table(vec!["k".into(), "n".into()], vec![vec![]]);
         assert_eq!(answer.to_text(), "k  n\n-  -\n\n");
         assert_eq!(answer.to_csv(), "k,n\n\n");
+    }
+
+    #[test]
+    fn an_answer_without_rows_still_has_its_interval_columns() {
+        let mut answer = table(vec!["k".into(), "n".into()], vec![]);
+        answer.released = vec![false, true];
+        assert_eq!(answer.to_csv(), "k,n,n_low,n_high\n");
+        // An answer kept before `released` was added: read off the first row.
+        answer.released.clear();
+        assert_eq!(answer.to_csv(), "k,n\n");
     }
 }

@@ -236,6 +236,11 @@ pub fn release<R: CryptoRng + ?Sized>(
     }
     Ok(ReleasedTable {
         columns: query.outputs.iter().map(|(name, _)| name.clone()).collect(),
+        released: query
+            .outputs
+            .iter()
+            .map(|(_, o)| matches!(o, OutputColumn::Aggregate(_)))
+            .collect(),
         rows,
         confidence,
         epsilon: plan.cost.epsilon(),

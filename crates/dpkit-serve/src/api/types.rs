@@ -157,6 +157,9 @@ pub struct QueryResponse {
     pub dataset: String,
     /// Column names: group keys, then aggregates.
     pub columns: Vec<String>,
+    /// For each column, whether it holds released values (with intervals)
+    /// rather than group keys; said even when no row is released.
+    pub released: Vec<bool>,
     /// Released rows: keys as strings, aggregates as values with intervals.
     pub rows: Vec<Vec<AnswerCell>>,
     /// The intervals' confidence level.
@@ -213,6 +216,7 @@ impl QueryResponse {
         Self {
             dataset: dataset.into(),
             columns: table.columns,
+            released: table.released,
             rows: table
                 .rows
                 .into_iter()

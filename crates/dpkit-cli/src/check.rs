@@ -90,7 +90,7 @@ fn verdict(report: &DataCheck) -> String {
         return "every value is as the description expects\n".into();
     }
     "the data holds values the description does not expect: queries read them as shown in \
-     brackets, and say nothing; correct the description or the data before publishing it \
+     parentheses, and say nothing; correct the description or the data before publishing it \
      (rows are counted from 1 after the header)\n"
         .into()
 }

@@ -3,6 +3,10 @@
 
 /// The CPU's model name and its number of logical cores, as Linux reports
 /// them (`/proc/cpuinfo`), or "an unknown CPU" elsewhere.
+///
+/// ```
+/// assert!(dpkit_lab::machine::cpu().ends_with("logical cores"));
+/// ```
 pub fn cpu() -> String {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let model = std::fs::read_to_string("/proc/cpuinfo")
@@ -18,6 +22,11 @@ pub fn cpu() -> String {
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`.
+///
+/// ```
+/// let today = dpkit_lab::machine::today();
+/// assert_eq!((today.len(), &today[4..5], &today[7..8]), (10, "-", "-"));
+/// ```
 pub fn today() -> String {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

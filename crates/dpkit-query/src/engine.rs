@@ -668,7 +668,7 @@ fn groups_of(batch: &RecordBatch, query: &PrivateQuery) -> Result<Vec<ExactRow>>
 fn steps(array: &ArrayRef, exponent: i32) -> Result<ArrayRef> {
     match array.data_type() {
         DataType::Decimal128(_, 0) | DataType::Int64 => {
-            cast(array, &crate::exact_sum::STEPS_TYPE).map_err(result_error)
+            cast(array, &dpkit_functions::exact_sum::STEPS_TYPE).map_err(result_error)
         }
         #[cfg(feature = "planted-holes")]
         DataType::Float64 if dpkit_planted::is_planted(dpkit_planted::Hole::FloatingPointSums) => {

@@ -28,13 +28,10 @@
 
 mod backend;
 pub mod check;
-mod clamp;
-mod cut_text;
 pub mod description;
 pub mod draft;
 pub mod engine;
 pub mod error;
-mod exact_sum;
 mod hints;
 pub mod plan;
 mod private_table;

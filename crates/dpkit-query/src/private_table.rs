@@ -212,7 +212,9 @@ pub(crate) fn typed_column(description: &Description, name: &str) -> Expr {
     }
     let typed = try_cast(column(name), declared_type(kind));
     let bounded = match kind {
-        ColumnKind::Text => crate::cut_text::cut_text(typed, description.max_length(name)),
+        ColumnKind::Text => {
+            dpkit_functions::cut_text::cut_text(typed, description.max_length(name))
+        }
         _ => typed,
     };
     bounded.alias(name)

@@ -28,7 +28,7 @@ use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 
 use crate::error::{QueryError, Result};
-use crate::exact_sum::RowSum;
+use dpkit_functions::exact_sum::RowSum;
 
 /// A function a SQLite statement calls.
 #[derive(Debug, Clone)]

@@ -66,7 +66,7 @@ impl PlaceholderAggregate {
     pub(crate) fn exact_sum(exponent: i32, bounded: bool) -> Self {
         Self {
             name: exact_sum_name(exponent, bounded),
-            returns: crate::exact_sum::STEPS_TYPE,
+            returns: dpkit_functions::exact_sum::STEPS_TYPE,
             signature: Signature::any(1, Volatility::Immutable),
         }
     }

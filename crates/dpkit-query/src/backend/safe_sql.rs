@@ -12,7 +12,7 @@
 //!   bound (both order NaN above every number);
 //! - the exact sum adds each value's grid steps as `bigint` in `numeric` or
 //!   `DECIMAL(38,0)` (exact) and returns the whole number of steps, as
-//!   [`crate::exact_sum`] does;
+//!   [`dpkit_functions::exact_sum`] does;
 //! - comparisons, AND/OR/NOT, IS NULL, IN, BETWEEN, CASE, LIKE, COALESCE,
 //!   NULLIF, GREATEST, LEAST and lengths are the database's own, which do
 //!   not fail;

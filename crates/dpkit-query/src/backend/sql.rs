@@ -231,7 +231,7 @@ impl Translation {
     /// Exact sums are named by their grid; the rest are the database's own.
     fn aggregate(&mut self, aggregate: AggregateFunction) -> Result<Transformed<Expr>> {
         let name = aggregate.func.name().to_string();
-        if let Some(exponent) = crate::exact_sum::grid_exponent(&aggregate.func) {
+        if let Some(exponent) = dpkit_functions::exact_sum::grid_exponent(&aggregate.func) {
             let bounded = matches!(aggregate.params.args.as_slice(), [value] if steps_fit(value, exponent))
                 && (self.flavour != Flavour::Spark
                     || self.rows_bound.is_some_and(|n| n < SPARK_SPLIT_ROWS));

@@ -14,9 +14,9 @@ use super::measuring::{Bounded, Measured, add_sum, summation_bounds};
 use super::moments::{average, dispersion_of};
 use super::quantiles;
 use super::{AggregateKind, AggregateRequest, Dispersion, Measurement, not_private, unalias};
-use crate::clamp::clamp_to_bounds;
 use crate::description::{Description, PrivacyUnit};
 use crate::error::Result;
+use dpkit_functions::clamp::clamp_to_bounds;
 use dpkit_total::{Sizes, Totaliser, Ty};
 
 fn is_supported(name: &str) -> bool {

@@ -7,7 +7,9 @@ use datafusion::logical_expr::{Expr, lit};
 
 use super::bounds::Range;
 use super::{AggregateKind, AggregateRequest, Measurement};
-use crate::exact_sum::{exact_sum, round_out_to_grid, summation_grid};
+use dpkit_functions::exact_sum::exact_sum;
+
+use super::grid::{round_out_to_grid, summation_grid};
 
 /// The planned aggregates and what they measure.
 pub(super) struct Measured {

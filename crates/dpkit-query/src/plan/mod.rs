@@ -14,6 +14,7 @@
 
 mod aggregates;
 mod bounds;
+mod grid;
 mod input;
 mod keys;
 mod lineage;

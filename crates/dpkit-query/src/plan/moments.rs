@@ -7,11 +7,11 @@ use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::Expr;
 
 use super::bounds::Range;
+use super::grid::summation_grid;
 use super::measuring::{Bounded, Measured, add_sum};
 use super::{AggregateKind, Dispersion, Measurement};
-use crate::clamp::clamp_and_centre;
 use crate::error::Result;
-use crate::exact_sum::summation_grid;
+use dpkit_functions::clamp::clamp_and_centre;
 
 /// The middle of `range`, on its summation grid (a whole number for whole
 /// numbers), so that every centred value is exact: `x − c` of two grid

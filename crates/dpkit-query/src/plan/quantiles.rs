@@ -11,8 +11,8 @@ use datafusion::logical_expr::{Expr, lit, try_cast};
 
 use super::measuring::{Bounded, Measured};
 use super::{AggregateKind, Grid, Measurement, QuantileRole, not_private, unalias};
-use crate::clamp::clamp_to_bounds;
 use crate::error::Result;
+use dpkit_functions::clamp::clamp_to_bounds;
 
 /// Each value's cell of `grid`, as an Int64 (NULL stays NULL; NaN is the lowest).
 fn cell_of(grid: &Grid, value: Expr) -> Expr {

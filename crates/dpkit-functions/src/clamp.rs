@@ -102,13 +102,25 @@ fn clamp_function() -> ScalarUDF {
 }
 
 /// `dpkit_clamp(value, low, high)` as an expression; `value` must be Float64.
-pub(crate) fn clamp_to_bounds(value: Expr, low: f64, high: f64) -> Expr {
+///
+/// ```
+/// use datafusion::prelude::col;
+/// let clamped = dpkit_functions::clamp::clamp_to_bounds(col("age"), 0.0, 125.0);
+/// assert_eq!(clamped.to_string(), "dpkit_clamp(age, Float64(0), Float64(125))");
+/// ```
+pub fn clamp_to_bounds(value: Expr, low: f64, high: f64) -> Expr {
     clamp_function().call(vec![value, lit(low), lit(high)])
 }
 
 /// `dpkit_clamp(value, low, high, centre)`: the clamped value minus
 /// `centre`, exactly as the `f64` subtraction after the clamp rounds it.
-pub(crate) fn clamp_and_centre(value: Expr, low: f64, high: f64, centre: f64) -> Expr {
+///
+/// ```
+/// use datafusion::prelude::col;
+/// let centred = dpkit_functions::clamp::clamp_and_centre(col("age"), 0.0, 125.0, 62.5);
+/// assert!(centred.to_string().ends_with("Float64(62.5))"));
+/// ```
+pub fn clamp_and_centre(value: Expr, low: f64, high: f64, centre: f64) -> Expr {
     clamp_function().call(vec![value, lit(low), lit(high), lit(centre)])
 }
 

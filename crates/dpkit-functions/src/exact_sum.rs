@@ -7,8 +7,8 @@
 //! value could. Here every (already clamped) value is first rounded to a
 //! public grid of spacing `g = 2^k` (exact: a power-of-two scaling), and the
 //! grid indices are added in 128-bit integers, which is exact and does not
-//! depend on the order. The bounds are multiples of `g` (see
-//! [`summation_grid`]), so a rounded value stays within them and one row
+//! depend on the order. The planner rounds the bounds out to multiples of
+//! `g` (dpkit-query's `plan::grid`), so a rounded value stays within them and one row
 //! moves the sum by at most `max(|L|, |U|)`.
 //!
 //! The sum leaves the engine as what it is, a whole number of steps
@@ -29,46 +29,6 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature,
     Volatility,
 };
-
-/// Grid steps per bound: 2^30 (the bound itself is rounded out to the grid).
-const RESOLUTION_BITS: i32 = 30;
-
-/// The exponent `k` of the summation grid `2^k` for values within
-/// `[-magnitude, magnitude]`: for whole numbers 1, so that each value is
-/// rounded to a whole number before it is added (translation invariant:
-/// a value that is not whole, however it got there, moves the sum by no
-/// more than the bounds allow), or past 2^62 the power of two that keeps
-/// a row's steps within 64 bits; otherwise at least 2^30 steps per
-/// magnitude, never coarser than 1 below 2^62 and past it, again, as
-/// coarse as 64 bits of steps per row ask: a grid capped at 1 once
-/// saturated every row past 2^63 steps, so 1,000 values of 10^20 summed
-/// to 9.2·10^21 with an interval of ±3.5·10^13.
-pub(crate) fn summation_grid(magnitude: f64, integer: bool) -> i32 {
-    #[cfg(feature = "planted-holes")]
-    let integer = integer && !dpkit_planted::is_planted(dpkit_planted::Hole::RoundedTotals);
-    let binade = if magnitude > 0.0 && magnitude.is_finite() {
-        magnitude.log2().floor() as i32
-    } else {
-        0
-    };
-    let coarsest = (binade - 61).max(0);
-    if integer {
-        return coarsest;
-    }
-    (binade - RESOLUTION_BITS).clamp(-1000, coarsest)
-}
-
-/// `value` rounded outwards to the grid `2^exponent` (away from zero).
-pub(crate) fn round_out_to_grid(value: f64, exponent: i32) -> f64 {
-    let scale = 2f64.powi(exponent);
-    let steps = value / scale;
-    let rounded = if steps >= 0.0 {
-        steps.ceil()
-    } else {
-        steps.floor()
-    };
-    rounded * scale
-}
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ExactSum {
@@ -150,7 +110,12 @@ fn grid_steps(value: f64, inverse: f64) -> i128 {
 }
 
 /// How a sum leaves the engine: its whole number of grid steps.
-pub(crate) const STEPS_TYPE: DataType = DataType::Decimal128(38, 0);
+///
+/// ```
+/// use datafusion::arrow::datatypes::DataType;
+/// assert_eq!(dpkit_functions::exact_sum::STEPS_TYPE, DataType::Decimal128(38, 0));
+/// ```
+pub const STEPS_TYPE: DataType = DataType::Decimal128(38, 0);
 
 impl Accumulator for ExactSumAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
@@ -381,7 +346,15 @@ fn counted(values: &Float64Array, opt_filter: Option<&BooleanArray>, row: usize)
 
 /// The grid exponent of `function`, if it is `dpkit_exact_sum`: a database
 /// backend computes the same sum under a name that carries it.
-pub(crate) fn grid_exponent(function: &AggregateUDF) -> Option<i32> {
+///
+/// ```
+/// use datafusion::logical_expr::Expr;
+/// use datafusion::prelude::col;
+/// use dpkit_functions::exact_sum::{exact_sum, grid_exponent};
+/// let Expr::AggregateFunction(sum) = exact_sum(col("v"), -24) else { unreachable!() };
+/// assert_eq!(grid_exponent(&sum.func), Some(-24));
+/// ```
+pub fn grid_exponent(function: &AggregateUDF) -> Option<i32> {
     function
         .inner()
         .downcast_ref::<ExactSum>()
@@ -390,27 +363,41 @@ pub(crate) fn grid_exponent(function: &AggregateUDF) -> Option<i32> {
 
 /// The exact sum of `values` on the grid `2^exponent`, computed as the
 /// engine's accumulators compute it (for SQLite, which runs it row by row).
+///
+/// ```
+/// let mut sum = dpkit_functions::exact_sum::RowSum::default();
+/// for value in [1.25, 2.5, -0.75] {
+///     sum.add(value, -2); // quarters
+/// }
+/// assert_eq!(sum.steps(), 12); // 3.0 in quarters
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct RowSum {
+pub struct RowSum {
     steps: i128,
 }
 
 impl RowSum {
     /// Adds one value (NULLs are skipped by the caller).
-    pub(crate) fn add(&mut self, value: f64, exponent: i32) {
+    pub fn add(&mut self, value: f64, exponent: i32) {
         self.steps = self
             .steps
             .saturating_add(grid_steps(value, 2f64.powi(-exponent)));
     }
 
     /// The sum in grid steps, as the engine's accumulators give it.
-    pub(crate) fn steps(self) -> i128 {
+    pub fn steps(self) -> i128 {
         self.steps
     }
 }
 
 /// `dpkit_exact_sum(value)` on the grid `2^exponent`; `value` is Float64.
-pub(crate) fn exact_sum(value: Expr, exponent: i32) -> Expr {
+///
+/// ```
+/// use datafusion::prelude::col;
+/// let sum = dpkit_functions::exact_sum::exact_sum(col("v"), 0);
+/// assert_eq!(sum.to_string(), "dpkit_exact_sum(v)");
+/// ```
+pub fn exact_sum(value: Expr, exponent: i32) -> Expr {
     let function = AggregateUDF::from(ExactSum {
         exponent,
         signature: Signature::exact(vec![DataType::Float64], Volatility::Immutable),
@@ -421,21 +408,6 @@ pub(crate) fn exact_sum(value: Expr, exponent: i32) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bounds_round_out_and_grids_are_fine_enough() {
-        assert_eq!(summation_grid(99999.0, false), 16 - 30);
-        assert_eq!(summation_grid(99999.0, true), 0);
-        assert_eq!(summation_grid(0.5, false), -31);
-        assert_eq!(summation_grid(1e300, false), 996 - 61);
-        assert_eq!(summation_grid(1e20, false), 66 - 61);
-        assert_eq!(summation_grid(1e20, true), 66 - 61);
-        assert_eq!(round_out_to_grid(90.0, summation_grid(90.0, false)), 90.0);
-        let exponent = summation_grid(0.3, false);
-        let out = round_out_to_grid(0.3, exponent);
-        assert!(out >= 0.3 && out - 0.3 <= 2f64.powi(exponent));
-        assert_eq!(round_out_to_grid(-0.3, exponent), -out);
-    }
 
     #[test]
     fn grid_steps_round_ties_up_and_saturate_like_floor() {
@@ -459,7 +431,7 @@ mod tests {
 
     #[test]
     fn grouped_sums_equal_the_one_group_sums_whatever_the_batches() {
-        let exponent = summation_grid(100.0, false);
+        let exponent = -24; // the planner's grid for [-100, 100]: 2^(6 - 30)
         let values: Vec<f64> = (0..1000)
             .map(|i| (i as f64 * 0.731).sin() * 100.0)
             .collect();
@@ -493,7 +465,7 @@ mod tests {
 
     #[test]
     fn nulls_and_filtered_rows_add_nothing_in_groups_and_in_row_states() {
-        let exponent = summation_grid(10.0, true);
+        let exponent = 0; // the planner's grid for whole numbers
         let values: ArrayRef = Arc::new(Float64Array::from(vec![
             Some(1.0),
             None,
@@ -526,7 +498,7 @@ mod tests {
 
     #[test]
     fn sums_are_exact_whatever_the_order() {
-        let exponent = summation_grid(2f64.powi(40), false);
+        let exponent = 0; // the planner's grid for ±2^40: never coarser than 1 below 2^62
         let values = [2f64.powi(40), 1.0, -2f64.powi(40), 1.0, 0.25];
         let mut forward = ExactSumAccumulator { exponent, steps: 0 };
         let mut backward = ExactSumAccumulator { exponent, steps: 0 };
@@ -550,7 +522,7 @@ mod tests {
     /// at 2^53 steps and answered 536,870,912 for 900,000,000).
     #[test]
     fn totals_past_two_to_the_53_steps_stay_exact() {
-        let exponent = summation_grid(90.0, false);
+        let exponent = -24; // the planner's grid for [0, 90]: 2^(6 - 30)
         let mut groups = ExactSumGroups::new(exponent);
         let batch: ArrayRef = Arc::new(Float64Array::from(vec![90.0; 100_000]));
         for _ in 0..100 {
@@ -571,8 +543,9 @@ mod tests {
     #[test]
     fn whole_number_grids_round_each_value_translation_invariantly() {
         let sum = |values: Vec<f64>| {
+            // The planner's grid for whole numbers: 2^0.
             let mut one = ExactSumAccumulator {
-                exponent: summation_grid(8.0, true),
+                exponent: 0,
                 steps: 0,
             };
             one.update_batch(&[Arc::new(Float64Array::from(values)) as ArrayRef])

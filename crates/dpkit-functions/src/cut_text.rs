@@ -111,7 +111,13 @@ impl ScalarUDFImpl for CutText {
 }
 
 /// `dpkit_cut_text(value, limit)` as an expression; `value` must be Utf8.
-pub(crate) fn cut_text(value: Expr, limit: u32) -> Expr {
+///
+/// ```
+/// use datafusion::prelude::col;
+/// let cut = dpkit_functions::cut_text::cut_text(col("country"), 1024);
+/// assert_eq!(cut.to_string(), "dpkit_cut_text(country, Int64(1024))");
+/// ```
+pub fn cut_text(value: Expr, limit: u32) -> Expr {
     let function = ScalarUDF::from(CutText {
         signature: Signature::exact(vec![DataType::Utf8, DataType::Int64], Volatility::Immutable),
     });

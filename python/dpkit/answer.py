@@ -42,8 +42,10 @@ def to_answer(answer: dict) -> Answer:
     """A ``dpkit serve``-shaped answer (columns, rows, facts) as an :class:`Answer`."""
     columns: dict[str, list] = {}
     # Which columns hold released values; a service older than that field
-    # shows it only in the first row.
-    released = answer.get("released")
+    # (or an answer it kept) shows it only in the first row.
+    released = answer.get("released") or None
+    if released is not None and len(released) != len(answer["columns"]):
+        released = None
     for index, name in enumerate(answer["columns"]):
         cells = [row[index] for row in answer["rows"]]
         if released is not None:

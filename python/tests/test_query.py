@@ -99,6 +99,16 @@ def test_an_answer_without_rows_has_its_interval_columns(description):
 CELL = {"value": 5.0, "low": 1.0, "high": 9.0}
 
 
+@pytest.mark.parametrize("released", [None, [], [True]])
+def test_an_answer_from_before_released_reads_its_kinds_off_the_first_row(released):
+    from dpkit.answer import FACTS, to_answer
+
+    answer = {"columns": ["sex", "n"], "rows": [["Female", CELL]], **{key: None for key in FACTS}}
+    if released is not None:
+        answer["released"] = released
+    assert list(to_answer(answer).columns) == ["sex", "n", "n_low", "n_high"]
+
+
 @pytest.mark.parametrize("columns, row", [
     (["n_low", "n"], ["key", CELL]),
     (["n", "n_high"], [CELL, "key"]),

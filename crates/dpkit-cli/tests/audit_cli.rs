@@ -211,6 +211,7 @@ fn an_audit_says_what_it_is_doing_only_on_a_terminal() {
     assert!(piped.stderr.is_empty(), "{piped:?}");
     let command = std::iter::once(env!("CARGO_BIN_EXE_dpkit"))
         .chain(args.iter().copied())
+        .map(|word| format!("'{}'", word.replace('\'', r"'\''")))
         .collect::<Vec<_>>()
         .join(" ");
     let on_terminal = Command::new("script")

@@ -56,14 +56,15 @@ fn a_missing_data_folder_is_one_error_line() {
         stderr.contains("no Adult files") && stderr.contains("--data"),
         "{stderr}"
     );
-    // Nothing ran before the check: no report, no figure.
-    assert!(!out.join("report.md").exists());
+    // Nothing ran before the check: not even the output folder was made.
+    assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&out);
     // A file that cannot be written names its cause once.
     let unwritable = dpkit(&["lab", "speed", "--quick", "--out", "/proc/dpkit-lab"]);
     assert_eq!(unwritable.status.code(), Some(2));
     let stderr = String::from_utf8(unwritable.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("os error"), "{stderr}");
     let cause = stderr.rsplit(": ").next().unwrap();
     assert_eq!(stderr.matches(cause).count(), 1, "{stderr}");
     let unknown = dpkit(&["lab", "no-such-experiment"]);

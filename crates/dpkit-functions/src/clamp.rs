@@ -5,7 +5,7 @@
 //!
 //! DataFusion's `CASE WHEN v < low THEN low WHEN v > high THEN high ELSE v
 //! END` gives the same result, but it builds two masks and merges arrays.
-//! On the 10-million-row benchmark (`benches/dp_overhead.rs`) that made the
+//! On the 10-million-row benchmark (`crates/dpkit-query/benches/dp_overhead.rs`) that made the
 //! private query 1.5× slower than the non-private one. This scalar function
 //! is pure and deterministic, like a built-in, so the rewritten plan can
 //! still be shipped to another engine that registers it.

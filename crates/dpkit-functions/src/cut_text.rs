@@ -6,7 +6,7 @@
 //! bytes has at most that many characters, so this function first reads the
 //! array's offsets: when no value is longer in bytes, the array is returned
 //! as it is, without a copy. On the 10-million-row benchmark
-//! (`benches/dp_overhead.rs`) `left` on the group key was a fifth of the
+//! (`crates/dpkit-query/benches/dp_overhead.rs`) `left` on the group key was a fifth of the
 //! private query's time.
 
 use std::sync::Arc;

@@ -8,12 +8,12 @@
 //! public grid of spacing `g = 2^k` (exact: a power-of-two scaling), and the
 //! grid indices are added in 128-bit integers, which is exact and does not
 //! depend on the order. The planner rounds the bounds out to multiples of
-//! `g` (dpkit-query's `plan::grid`), so a rounded value stays within them and one row
-//! moves the sum by at most `max(|L|, |U|)`.
+//! `g` (dpkit-query's `plan::grid`), so a rounded value stays within them
+//! and one row moves the sum by at most `max(|L|, |U|)`.
 //!
 //! The sum leaves the engine as what it is, a whole number of steps
 //! (`Decimal128(38, 0)`), and is released from there in integers
-//! ([`dpkit_core::lattice::GridValue`]): a row adds at most 2^63 steps, so
+//! (`dpkit_core::lattice::GridValue`): a row adds at most 2^63 steps, so
 //! no group of fewer than 2^63 rows can reach the ends of 128 bits, and no
 //! total is ever rounded or saturated before its noise.
 

@@ -5,7 +5,9 @@
 /// them (`/proc/cpuinfo`), or "an unknown CPU" elsewhere.
 ///
 /// ```
-/// assert!(dpkit_lab::machine::cpu().ends_with("logical cores"));
+/// let cpu = dpkit_lab::machine::cpu();
+/// let (_, cores) = cpu.rsplit_once(", ").unwrap();
+/// assert!(cores.split(' ').next().unwrap().parse::<usize>().unwrap() >= 1);
 /// ```
 pub fn cpu() -> String {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -18,7 +20,8 @@ pub fn cpu() -> String {
                 .map(|(_, name)| name.trim().to_string())
         })
         .unwrap_or_else(|| "an unknown CPU".into());
-    format!("{model}, {cores} logical cores")
+    let plural = if cores == 1 { "" } else { "s" };
+    format!("{model}, {cores} logical core{plural}")
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`.

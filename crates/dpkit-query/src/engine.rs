@@ -608,10 +608,13 @@ fn failure_reason(error: &QueryError) -> String {
 /// A kept answer, released again.
 fn replayed(kept: &str) -> Result<OnceAnswer> {
     match serde_json::from_str(kept).map_err(result_error)? {
-        Kept::Answer(table) => Ok(OnceAnswer {
-            table,
-            replay: true,
-        }),
+        Kept::Answer(mut table) => {
+            table.complete_released();
+            Ok(OnceAnswer {
+                table,
+                replay: true,
+            })
+        }
         Kept::Failed(reason) => Err(QueryError::FailedWhileRunning(reason)),
     }
 }

@@ -147,6 +147,27 @@ impl ReleasedTable {
         text
     }
 
+    /// Gives an answer kept before `released` was added (empty, by serde's
+    /// default) one entry per column, read off its first row, so that every
+    /// front end can rely on it.
+    ///
+    /// ```
+    /// use dpkit_release::ReleasedTable;
+    /// let kept = r#"{"columns": ["sex", "n"], "confidence": 0.95, "epsilon": 1.0, "delta": 0.0,
+    ///     "rows": [["Female", {"value": 3.0, "low": 1.0, "high": 5.0}]]}"#;
+    /// let mut table: ReleasedTable = serde_json::from_str(kept).unwrap();
+    /// assert!(table.released.is_empty());
+    /// table.complete_released();
+    /// assert_eq!(table.released, [false, true]);
+    /// ```
+    pub fn complete_released(&mut self) {
+        if self.released.len() != self.columns.len() {
+            self.released = (0..self.columns.len())
+                .map(|i| self.is_released(i))
+                .collect();
+        }
+    }
+
     /// Whether column `index` holds released values: as declared, or, in an
     /// answer kept before `released` was added, as its first row shows.
     fn is_released(&self, index: usize) -> bool {

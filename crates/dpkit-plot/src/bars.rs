@@ -135,7 +135,7 @@ impl Figure for BarFigure {
                 .map_err(draw_error)?;
         }
         if let Some(panel) = panel {
-            legend::draw(&panel, &entries, MARGIN as i32)?;
+            legend::draw(&panel, &entries)?;
         }
         Ok(())
     }

@@ -142,7 +142,7 @@ impl Figure for HistogramFigure {
                 .map_err(draw_error)?;
         }
         if let Some(panel) = panel {
-            legend::draw(&panel, &entries, MARGIN as i32)?;
+            legend::draw(&panel, &entries)?;
         }
         Ok(())
     }

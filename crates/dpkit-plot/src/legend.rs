@@ -36,6 +36,11 @@ const TEXT: u32 = 14;
 /// The swatch's width, and the gaps around it and the text.
 const SWATCH: i32 = 22;
 const GAP: i32 = 8;
+/// Blank pixels between the box and the figure's right edge.
+const RIGHT: i32 = 12;
+/// What a legend row needs beside its text: the swatch, its gaps, the
+/// space right of the box.
+const BESIDE_TEXT: i32 = SWATCH + 3 * GAP + RIGHT;
 /// The widest the panel may be, as a share of the figure.
 const MOST_SHARE: f64 = 0.36;
 
@@ -66,7 +71,7 @@ where
         .map(|e| text_width(&body, &e.name))
         .max()
         .unwrap_or(0);
-    let panel = (longest + (SWATCH + 3 * GAP) as u32 + 12).min(most);
+    let panel = (longest + BESIDE_TEXT as u32).min(most);
     let (plot, legend) = body.split_horizontally(width.saturating_sub(panel));
     Ok((plot, Some(legend)))
 }
@@ -98,28 +103,29 @@ fn wrapped<DB: DrawingBackend>(
     lines
 }
 
-/// Draws `entries` down `panel`, from the height of the plot's top edge
-/// (`top` pixels below the panel's top), in a box.
+/// Draws `entries` down `panel` in a box, from the height of the plot's top
+/// edge (the plots' `MARGIN` below the panel's top).
 pub(crate) fn draw<DB: DrawingBackend>(
     panel: &DrawingArea<DB, Shift>,
     entries: &[Entry],
-    top: i32,
 ) -> Result<(), PlotError>
 where
     DB::ErrorType: 'static,
 {
+    let top = MARGIN as i32;
     let (width, _) = panel.dim_in_pixel();
-    let text_room = (width as i32 - SWATCH - 3 * GAP - 12).max(40) as u32;
+    let text_room = (width as i32 - BESIDE_TEXT).max(40) as u32;
     let line_height = TEXT as i32 + 5;
     let style = TextStyle::from((FAMILY, TEXT).into_font()).color(&BLACK);
     let mut y = top + GAP;
     let mut shapes: Vec<(i32, &Entry, Vec<String>)> = Vec::new();
     for entry in entries {
         let lines = wrapped(panel, &entry.name, text_room);
-        shapes.push((y, entry, lines.clone()));
-        y += line_height * lines.len() as i32 + 4;
+        let height = line_height * lines.len() as i32 + 4;
+        shapes.push((y, entry, lines));
+        y += height;
     }
-    let right = width as i32 - 12;
+    let right = width as i32 - RIGHT;
     panel
         .draw(&Rectangle::new(
             [(2, top), (right, y + GAP - 4)],

@@ -209,7 +209,7 @@ where
         };
     }
     if let Some(panel) = panel {
-        legend::draw(&panel, &entries, MARGIN as i32)?;
+        legend::draw(&panel, &entries)?;
     }
     Ok(())
 }

@@ -50,8 +50,8 @@ enum Command {
     /// Run the lab's experiments: figures (PNG and SVG), their numbers
     /// (CSV) and a report.md comparing the mechanisms on speed and accuracy.
     Lab(lab::LabArgs),
-    /// Answer a SQL query privately: COUNT, SUM, AVG, VAR, STDDEV, MEDIAN
-    /// and percentiles, per group, with
+    /// Answer a SQL query privately: COUNT, SUM, AVG, VAR, STDDEV, MIN, MAX,
+    /// MEDIAN and percentiles, per group, with
     /// confidence intervals, charged to the analyst's budget ledger.
     ///
     /// Example: dpkit query --description data/adult/adult.toml --epsilon 0.5

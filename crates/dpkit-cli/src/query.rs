@@ -67,7 +67,7 @@ pub struct QueryArgs {
     #[arg(long, value_enum, default_value_t = AnswerFormat::Table)]
     format: AnswerFormat,
     /// The query: SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM,
-    /// AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT.
+    /// AVG, VAR, STDDEV, MIN, MAX, MEDIAN or PERCENTILE_CONT.
     sql: String,
 }
 

@@ -283,7 +283,11 @@ fn bad_queries_get_one_error_line_spend_nothing_and_echo_no_data() {
             vec!["--epsilon", "1"],
             "bounds",
         ),
-        ("SELECT MAX(age) FROM adult", vec!["--epsilon", "1"], "MAX"),
+        (
+            "SELECT MAX(education) FROM adult",
+            vec!["--epsilon", "1"],
+            "MAX() needs a column with public bounds",
+        ),
         (
             "SELECT age FROM adult WHERE sex = 'Male'",
             vec!["--epsilon", "1"],

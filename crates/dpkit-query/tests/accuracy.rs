@@ -1,5 +1,5 @@
-//! The accuracy of the composite aggregates (AVG, VAR and STDDEV, MEDIAN and
-//! percentiles) and of `--target-error`, on the bundled Adult data, against
+//! The accuracy of the composite aggregates (AVG, VAR and STDDEV, MEDIAN,
+//! percentiles, MIN and MAX) and of `--target-error`, on the bundled Adult data, against
 //! exact answers computed here from the CSV and against closed forms.
 
 #[path = "support/adult_rows.rs"]
@@ -222,6 +222,41 @@ fn medians_and_percentiles_find_the_exact_cell_at_a_large_epsilon_and_cover_at_o
                 within as f64 >= 0.9 * runs.len() as f64,
                 "{sex} p = {p}: {within}"
             );
+        }
+    }
+}
+
+/// MIN and MAX are the quantiles 0 and 1: at a large ε the exact extremes
+/// (of ages within 31 to 59, away from the bounds 17 and 90), at ε = 1
+/// intervals that hold them at least 95% of the time (the answers
+/// themselves stray towards the bounds: one person decides an extreme).
+#[test]
+fn min_and_max_find_the_extremes_at_a_large_epsilon_and_cover_them_at_one() {
+    let ages = values_by("sex", "age");
+    let inside = |sex: &str| -> Vec<f64> {
+        ages[sex]
+            .iter()
+            .copied()
+            .filter(|a| (31.0..60.0).contains(a))
+            .collect()
+    };
+    let sql = "SELECT sex, MIN(age) AS lo, MAX(age) AS hi FROM adult \
+               WHERE age > 30 AND age < 60 GROUP BY sex";
+    let sharp = Repeated::new(sql, 1000.0);
+    for (column, p) in [(1, 0.0), (2, 1.0)] {
+        for (sex, runs) in sharp.runs(20, column, 8) {
+            let truth = quantile(&inside(&sex), p);
+            assert!(runs.iter().all(|run| run.0 == truth), "{sex} p = {p}");
+        }
+    }
+    let noisy = Repeated::new(sql, 1.0);
+    for (column, p) in [(1, 0.0), (2, 1.0)] {
+        for (sex, runs) in noisy.runs(2000, column, 9) {
+            let truth = quantile(&inside(&sex), p);
+            let covered = runs.iter().filter(|r| r.1 <= truth && truth <= r.2).count();
+            let error = runs.iter().map(|r| (r.0 - truth).abs()).sum::<f64>() / 2000.0;
+            eprintln!("{sex} p = {p}: covered {covered}/2000, mean |error| {error:.2} years");
+            assert!(covered >= 1900, "{sex} p = {p}: {covered}");
         }
     }
 }

@@ -56,6 +56,7 @@ const SHARED: &[&str] = &[
     "SELECT COUNT(*) AS n FROM adult WHERE age / 10 = 3 OR age % 7 = 0",
     "SELECT \"education-num\", COUNT(*) AS n FROM adult GROUP BY \"education-num\"",
     "SELECT MEDIAN(age) AS m, VAR_SAMP(age) AS v FROM adult",
+    "SELECT sex, MIN(age) AS lo, MAX(age) AS hi FROM adult GROUP BY sex HAVING COUNT(*) > 10",
     "SELECT sex, PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY \"hours-per-week\") AS p, \
      STDDEV_POP(\"capital-gain\") AS s FROM adult GROUP BY sex",
 ];

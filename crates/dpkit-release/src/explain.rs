@@ -13,10 +13,10 @@ fn quantile_line(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<S
     let ends = &query.measurement_of[a];
     let point = &noise.noises[ends[0]];
     Some(format!(
-        "  {:<24} = a cell of {} (width {}) over [{}, {}] whose ranks are nearest p·n = {p}·n, \
+        "  {:<24} = a cell of {} (width {}) over [{}, {}] whose ranks are nearest p·n + ½ − p (p = {p}), \
          by the exponential mechanism (E|error| and half-widths above are in ranks: \
-         the answer is within {:.1} ranks of p·n with probability ≥ 1 − α/3);\n  {:<24}   \
-         the interval's ends aim {:.1} and {:.1} ranks beyond p·n and fall on either side of the \
+         the answer is within {:.1} ranks of it with probability ≥ 1 − α/3);\n  {:<24}   \
+         the interval's ends aim {:.1} and {:.1} ranks beyond it and fall on either side of the \
          true quantile with probability ≥ 1 − α\n",
         "",
         grid.cells,
@@ -125,6 +125,20 @@ pub fn explanation(query: &MeasuredQuery, noise: &NoisePlan, settings: &ReleaseS
                 ));
             }
         }
+    }
+    if let Some(having) = &query.having {
+        text.push_str(&format!(
+            "HAVING {}: compared on the released values (post-processing: nothing more is \
+             spent, and a group near the cut may fall either side of it)\n",
+            having.describe(
+                &query.group_names,
+                &query
+                    .aggregates
+                    .iter()
+                    .map(|a| a.name.clone())
+                    .collect::<Vec<_>>()
+            )
+        ));
     }
     for note in &query.notes {
         text.push_str(&format!("Note: {note}\n"));

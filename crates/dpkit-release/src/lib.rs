@@ -7,7 +7,8 @@
 //! `dpkit-query` produces) and the exact per-group measurements, it plans
 //! the noise and its cost ([`plan_noise`]), adds the noise, chooses which
 //! group keys to release, post-processes each aggregate and attaches its
-//! confidence interval ([`release`]). It also explains a plan
+//! confidence interval ([`release`]), and keeps the rows a HAVING condition
+//! holds for ([`having`]). It also explains a plan
 //! ([`explanation`]) and finds the smallest ε that meets a target error
 //! ([`smallest_epsilon`]). Nothing here reads data or runs SQL: it sees
 //! only the small exact result, and depends on `dpkit-core` alone.
@@ -30,6 +31,7 @@
 //!     measurement_of: vec![vec![0]],
 //!     threshold_measurement: None,
 //!     keys: KeySelection::Single,
+//!     having: None,
 //!     order_by: vec![],
 //!     limit: None,
 //!     rows_per_person: 1,
@@ -48,6 +50,7 @@ mod answer;
 pub mod error;
 mod explain;
 mod grid;
+pub mod having;
 pub mod measured;
 mod noise_plan;
 mod post_processing;

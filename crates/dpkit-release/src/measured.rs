@@ -236,6 +236,9 @@ pub struct MeasuredQuery {
     pub threshold_measurement: Option<usize>,
     /// How keys are chosen.
     pub keys: KeySelection,
+    /// HAVING on the released values: rows that do not satisfy it are left
+    /// out of the answer (post-processing, before ORDER BY and LIMIT).
+    pub having: Option<crate::having::Condition>,
     /// ORDER BY on answer columns: (output index, ascending).
     pub order_by: Vec<(usize, bool)>,
     /// LIMIT on the answer.

@@ -413,12 +413,18 @@ impl Planner<'_> {
                 "a percentile's interval needs a confidence level below 99.99%".into(),
             )
         })?;
+        // The point aims at the middle of the ranks of PERCENTILE_CONT's
+        // value, p·(n − 1) counted from 0: rank p·n + ½ − p, the first value
+        // for p = 0 (MIN) and the last for p = 1 (MAX), where a target of
+        // p·n would tie every empty cell beyond them with theirs. The shift
+        // is public and fixed, as dpkit-core's privacy argument requires.
         // An end aims one rank beyond its own error bound, so that it falls
         // on its side of the quantile with probability ≥ 1 − its α.
+        let centre = 0.5 - p;
         let shift = match role {
-            QuantileRole::Point => 0.0,
-            QuantileRole::Lower => -(half_width + 1.0),
-            QuantileRole::Upper => half_width + 1.0,
+            QuantileRole::Point => centre,
+            QuantileRole::Lower => centre - (half_width + 1.0),
+            QuantileRole::Upper => centre + half_width + 1.0,
         };
         Ok(PlannedNoise {
             expected_absolute_error: selection.expected_rank_error(grid.cells),

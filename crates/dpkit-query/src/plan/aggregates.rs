@@ -22,7 +22,14 @@ use dpkit_total::{Sizes, Totaliser, Ty};
 fn is_supported(name: &str) -> bool {
     matches!(
         name,
-        "count" | "sum" | "avg" | "median" | "percentile_cont" | "approx_percentile_cont"
+        "count"
+            | "sum"
+            | "avg"
+            | "median"
+            | "percentile_cont"
+            | "approx_percentile_cont"
+            | "min"
+            | "max"
     ) || Dispersion::of(name).is_some()
 }
 
@@ -144,14 +151,9 @@ fn one(
             "{}() takes one argument",
             function_name.to_uppercase()
         ))),
-        (extreme @ ("min" | "max"), _, _) => Err(not_private(format!(
-            "{}() is not supported: one person decides it; ask for a high or low percentile \
-             instead, as in PERCENTILE_CONT({}) WITHIN GROUP (ORDER BY …)",
-            extreme.to_uppercase(),
-            if extreme == "max" { "0.95" } else { "0.05" }
-        ))),
         (other, _, _) => Err(not_private(format!(
-            "{}() is not supported: use COUNT, SUM, AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT",
+            "{}() is not supported: use COUNT, SUM, AVG, VAR, STDDEV, MIN, MAX, MEDIAN or \
+             PERCENTILE_CONT",
             other.to_uppercase()
         ))),
     }

@@ -7,7 +7,8 @@
 //! The steps, one module each: `input` rewrites what is below the
 //! aggregate (filters and subqueries), `keys` the GROUP BY, `aggregates`
 //! the aggregates (with `bounds` for the bounds of an aggregate's
-//! argument), and `outputs` the SELECT list, ORDER BY and LIMIT; `notes`
+//! argument), `outputs` the SELECT list, ORDER BY and LIMIT, and `having`
+//! the HAVING condition on the released values; `notes`
 //! reads every comparison of the query (filters, aggregates' arguments,
 //! computed columns) for what the analyst should be told (a literal
 //! outside a public domain).
@@ -15,6 +16,7 @@
 mod aggregates;
 mod bounds;
 mod grid;
+mod having;
 mod input;
 mod keys;
 mod lineage;
@@ -159,6 +161,8 @@ fn unalias(expr: &Expr) -> &Expr {
 struct Shape<'a> {
     projection: &'a [Expr],
     aggregate: &'a Aggregate,
+    /// HAVING's predicate over the aggregate's output, if any.
+    having: Option<&'a Expr>,
     sort: Option<&'a [SortExpr]>,
     limit: Option<usize>,
 }
@@ -187,24 +191,28 @@ fn peel(plan: &LogicalPlan) -> Result<Shape<'_>> {
     }
     let LogicalPlan::Projection(projection) = node else {
         return Err(not_private(
-            "dpkit answers SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM, AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT",
+            "dpkit answers SELECT … FROM table [WHERE …] [GROUP BY …] with COUNT, SUM, AVG, VAR, STDDEV, MIN, MAX, MEDIAN or PERCENTILE_CONT",
         ));
     };
-    let LogicalPlan::Aggregate(aggregate) = projection.input.as_ref() else {
+    let (below, having) = match projection.input.as_ref() {
+        LogicalPlan::Filter(filter) => (filter.input.as_ref(), Some(&filter.predicate)),
+        other => (other, None),
+    };
+    let LogicalPlan::Aggregate(aggregate) = below else {
         return match projection.input.as_ref() {
             LogicalPlan::Filter(_) if has_aggregate_below(&projection.input) => Err(not_private(
-                "HAVING is not supported: it would filter on exact aggregates; \
-                 filter the released answer instead, which costs nothing more",
+                "HAVING must sit directly on the GROUP BY: it compares the released values",
             )),
             LogicalPlan::Sort(_) => Err(not_private("ORDER BY must name columns of the answer")),
             _ => Err(not_private(
-                "every query must aggregate (COUNT, SUM, AVG, VAR, STDDEV, MEDIAN or PERCENTILE_CONT): dpkit never releases rows",
+                "every query must aggregate (COUNT, SUM, AVG, VAR, STDDEV, MIN, MAX, MEDIAN or PERCENTILE_CONT): dpkit never releases rows",
             )),
         };
     };
     Ok(Shape {
         projection: &projection.expr,
         aggregate,
+        having,
         sort,
         limit,
     })
@@ -252,6 +260,10 @@ pub(crate) fn plan_private(
     let threshold_measurement =
         (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
     let (outputs, order_by) = outputs::plan(&shape, aggregate, &mut measured.aggregates)?;
+    let having = shape
+        .having
+        .map(|predicate| having::plan(predicate, aggregate))
+        .transpose()?;
     let plan = LogicalPlanBuilder::from(input)
         .aggregate(keys.exprs, measured.exprs)
         .and_then(LogicalPlanBuilder::build)
@@ -266,6 +278,7 @@ pub(crate) fn plan_private(
         measurement_of: measured.measurement_of,
         threshold_measurement,
         keys: keys.selection,
+        having,
         order_by,
         limit: shape.limit,
         rows_per_person,
@@ -274,7 +287,10 @@ pub(crate) fn plan_private(
             .public_rows
             .and_then(|people| people.checked_mul(rows_per_person))
             .map(|rows| rows as f64),
-        notes: notes::notes(aggregate, &lineage),
+        notes: notes::notes(aggregate, &lineage)
+            .into_iter()
+            .chain(quantiles::extremes_note(aggregate))
+            .collect(),
     };
     Ok(PrivateQuery {
         measured,

@@ -1,7 +1,12 @@
-//! MEDIAN, PERCENTILE_CONT and APPROX_PERCENTILE_CONT: per group, how many
-//! values fall in each cell of a public grid over the bounds, from which
-//! dpkit-core's [`QuantileSelection`](dpkit_core::mechanism::QuantileSelection)
+//! MEDIAN, PERCENTILE_CONT, APPROX_PERCENTILE_CONT, MIN and MAX: per group,
+//! how many values fall in each cell of a public grid over the bounds, from
+//! which dpkit-core's [`QuantileSelection`](dpkit_core::mechanism::QuantileSelection)
 //! chooses three cells: the quantile, and the ends of its interval.
+//!
+//! MIN and MAX are the quantiles 0 and 1 (as Tumult Analytics plans them):
+//! one person can move the exact minimum anywhere, but not which cell a
+//! private selection by rank favours. The answer is a cell below which few
+//! values lie (for MIN), not the smallest value, and its interval says so.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -22,8 +27,9 @@ fn cell_of(grid: &Grid, value: Expr) -> Expr {
     try_cast(clamp_to_bounds(scaled, 0.0, last), DataType::Int64)
 }
 
-/// The quantile an aggregate asks for, and its argument: `MEDIAN(x)`, or
-/// `PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x)` and its approximate form.
+/// The quantile an aggregate asks for, and its argument: `MEDIAN(x)`,
+/// `MIN(x)`, `MAX(x)`, or `PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x)`
+/// and its approximate form.
 pub(super) fn requested<'a>(
     name: &str,
     args: &'a [Expr],
@@ -33,6 +39,8 @@ pub(super) fn requested<'a>(
         ("median" | "approx_median", [argument]) if order_by.is_empty() => {
             return Some(Ok((0.5, argument)));
         }
+        ("min", [argument]) if order_by.is_empty() => return Some(Ok((0.0, argument))),
+        ("max", [argument]) if order_by.is_empty() => return Some(Ok((1.0, argument))),
         ("percentile_cont" | "quantile_cont" | "approx_percentile_cont", [_, p, ..]) => p,
         _ => return None,
     };
@@ -49,6 +57,20 @@ pub(super) fn requested<'a>(
         _ => return Some(Err(not_private("a percentile must be a number in [0, 1]"))),
     };
     Some(Ok((p, &args[0])))
+}
+
+/// What an answer with MIN or MAX says of them (from the query alone).
+pub(super) fn extremes_note(aggregate: &datafusion::logical_expr::Aggregate) -> Option<String> {
+    let extreme = aggregate.aggr_expr.iter().any(|expr| {
+        matches!(unalias(expr), Expr::AggregateFunction(f)
+            if matches!(f.func.name().to_ascii_lowercase().as_str(), "min" | "max"))
+    });
+    extreme.then(|| {
+        "MIN and MAX are the quantiles 0 and 1: one person can move an exact extreme \
+         anywhere, so at a small ε the answer may land anywhere between it and the bound \
+         (its interval says how far); PERCENTILE_CONT(0.05) or (0.95) is far steadier"
+            .to_string()
+    })
 }
 
 /// The quantile `p` of a bounded argument: three measurements of the same

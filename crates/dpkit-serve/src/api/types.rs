@@ -16,7 +16,7 @@ pub struct QueryRequest {
     /// The dataset's name.
     pub dataset: String,
     /// `SELECT … FROM <dataset> [WHERE …] [GROUP BY …]` with COUNT, SUM, AVG,
-    /// VAR, STDDEV, MEDIAN or PERCENTILE_CONT.
+    /// VAR, STDDEV, MIN, MAX, MEDIAN or PERCENTILE_CONT.
     #[schema(min_length = 1)]
     pub sql: String,
     /// ε the query may spend.

@@ -62,6 +62,7 @@ pub fn attack(server: &TestServer, key: &str) -> usize {
         "SELECT COUNT(*) FROM people WHERE 1 / (age - 44) > 0",
         "SELECT COUNT(*) FROM people WHERE arrow_cast(name, 'Int64') > 0",
         "SELECT city, COUNT(*) FROM people GROUP BY city HAVING MAX(name) > 'a'",
+        "SELECT city, COUNT(*) FROM people GROUP BY city HAVING MAX(income) > 20000 OR city = 'A'",
         "SELECT COUNT(*) FROM people WHERE nosuchcolumn > 1",
         "SELECT COUNT(*), SUM(income) FROM people WHERE name > 'Z'",
         "SELECT city, SUM(income), AVG(income) FROM people GROUP BY city",

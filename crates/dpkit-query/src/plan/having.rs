@@ -1,0 +1,116 @@
+//! HAVING, read into a condition on the released answer
+//! ([`dpkit_release::having`]): comparisons of aggregates, GROUP BY keys
+//! and literals, combined by AND, OR and NOT. The aggregates it names are
+//! measured and charged like the SELECT list's, shown or not; the rows are
+//! kept or left out on their noisy values, never on exact ones.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{Aggregate, Between, BinaryExpr, Expr, Operator};
+use dpkit_release::having::{Comparison, Condition, Term};
+
+use super::{not_private, sql_error, unalias};
+use crate::error::Result;
+
+const WHAT_HAVING_TAKES: &str = "HAVING compares aggregates, GROUP BY keys and literals (=, <>, \
+     <, <=, >, >=, BETWEEN) combined by AND, OR and NOT, on the released values; compute \
+     anything else from the answer, which costs nothing more";
+
+/// The condition `predicate` (over `aggregate`'s output) sets.
+pub(super) fn plan(predicate: &Expr, aggregate: &Aggregate) -> Result<Condition> {
+    let both = |a: &Expr, b: &Expr| -> Result<(Box<Condition>, Box<Condition>)> {
+        Ok((Box::new(plan(a, aggregate)?), Box::new(plan(b, aggregate)?)))
+    };
+    match unalias(predicate) {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And => both(left, right).map(|(a, b)| Condition::And(a, b)),
+            Operator::Or => both(left, right).map(|(a, b)| Condition::Or(a, b)),
+            op => {
+                let comparison = comparison(*op)?;
+                Ok(Condition::Compare(
+                    term(left, aggregate)?,
+                    comparison,
+                    term(right, aggregate)?,
+                ))
+            }
+        },
+        Expr::Not(inner) => Ok(Condition::Not(Box::new(plan(inner, aggregate)?))),
+        Expr::Between(Between {
+            expr,
+            negated,
+            low,
+            high,
+        }) => {
+            let at_least = Condition::Compare(
+                term(expr, aggregate)?,
+                Comparison::GreaterOrEqual,
+                term(low, aggregate)?,
+            );
+            let at_most = Condition::Compare(
+                term(expr, aggregate)?,
+                Comparison::LessOrEqual,
+                term(high, aggregate)?,
+            );
+            let between = Condition::And(Box::new(at_least), Box::new(at_most));
+            Ok(if *negated {
+                Condition::Not(Box::new(between))
+            } else {
+                between
+            })
+        }
+        _ => Err(not_private(WHAT_HAVING_TAKES)),
+    }
+}
+
+fn comparison(op: Operator) -> Result<Comparison> {
+    Ok(match op {
+        Operator::Eq => Comparison::Equal,
+        Operator::NotEq => Comparison::NotEqual,
+        Operator::Lt => Comparison::Less,
+        Operator::LtEq => Comparison::LessOrEqual,
+        Operator::Gt => Comparison::Greater,
+        Operator::GtEq => Comparison::GreaterOrEqual,
+        _ => return Err(not_private(WHAT_HAVING_TAKES)),
+    })
+}
+
+/// A column of the aggregate's output (a key or an aggregate), or a
+/// literal; casts that the SQL planner puts around either are looked
+/// through, as the comparison reads numbers as numbers.
+fn term(expr: &Expr, aggregate: &Aggregate) -> Result<Term> {
+    match unalias(expr) {
+        Expr::Cast(cast) => term(&cast.expr, aggregate),
+        Expr::TryCast(cast) => term(&cast.expr, aggregate),
+        Expr::Column(column) => {
+            let position = aggregate
+                .schema
+                .index_of_column(column)
+                .map_err(sql_error)?;
+            let keys = aggregate.group_expr.len();
+            Ok(if position < keys {
+                Term::Group(position)
+            } else {
+                Term::Aggregate(position - keys)
+            })
+        }
+        Expr::Literal(value, _) => literal(value),
+        _ => Err(not_private(WHAT_HAVING_TAKES)),
+    }
+}
+
+fn literal(value: &ScalarValue) -> Result<Term> {
+    if let ScalarValue::Utf8(Some(text))
+    | ScalarValue::LargeUtf8(Some(text))
+    | ScalarValue::Utf8View(Some(text)) = value
+    {
+        return Ok(Term::Text(text.clone()));
+    }
+    match value.cast_to(&DataType::Float64) {
+        Ok(ScalarValue::Float64(Some(number))) if value.data_type().is_numeric() => {
+            Ok(Term::Number(number))
+        }
+        _ => Err(not_private(
+            "HAVING compares with numbers and texts written in the query (not NULL)",
+        )),
+    }
+}

@@ -130,6 +130,40 @@ fn having_keeps_the_groups_its_released_values_satisfy() {
     assert_eq!(shown, expected);
 }
 
+/// Keys the WHERE lists are released as a public domain: each listed key
+/// once, in the list's order, present in the data or not, with δ = 0 (no
+/// threshold); the counts at a very large ε are the exact ones. A key set
+/// read off the data would drop the absent key, or need δ.
+#[test]
+fn keys_listed_in_the_where_are_released_without_a_threshold() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let ledger = Ledger::open(&temporary("listed-keys"), 1000.0, 0.0).unwrap();
+    let sql = "SELECT \"native-country\" AS c, COUNT(*) AS n FROM adult \
+               WHERE age > 30 AND \"native-country\" IN ('Mexico', 'Atlantis', 'Canada', 'Mexico') \
+               GROUP BY \"native-country\"";
+    let mut rng = InsecureSeededRng::from_seed_for_testing(12);
+    let answer = engine
+        .answer(sql, &exact_settings(), &ledger, &mut rng)
+        .unwrap();
+    let rows = adult_rows();
+    let shown: Vec<(String, f64)> = answer
+        .rows
+        .iter()
+        .map(|row| (key(&row[0]), value(&row[1]).0))
+        .collect();
+    let exact = |country: &str| {
+        rows.iter()
+            .filter(|r| r["native-country"] == country && r["age"].parse::<i64>().unwrap() > 30)
+            .count() as f64
+    };
+    let expected: Vec<(String, f64)> = ["Mexico", "Atlantis", "Canada"]
+        .iter()
+        .map(|c| (c.to_string(), exact(c)))
+        .collect();
+    assert_eq!(shown, expected);
+    assert_eq!(expected[1].1, 0.0, "Atlantis is not in the data");
+}
+
 #[test]
 fn intervals_cover_the_exact_answer_about_95_percent_of_the_time() {
     let engine = QueryEngine::open(adult_description()).unwrap();

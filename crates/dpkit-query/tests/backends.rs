@@ -57,6 +57,8 @@ const SHARED: &[&str] = &[
     "SELECT \"education-num\", COUNT(*) AS n FROM adult GROUP BY \"education-num\"",
     "SELECT MEDIAN(age) AS m, VAR_SAMP(age) AS v FROM adult",
     "SELECT sex, MIN(age) AS lo, MAX(age) AS hi FROM adult GROUP BY sex HAVING COUNT(*) > 10",
+    "SELECT \"native-country\" AS c, COUNT(*) AS n FROM adult \
+     WHERE \"native-country\" IN ('Mexico', 'Canada') GROUP BY \"native-country\"",
     "SELECT sex, PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY \"hours-per-week\") AS p, \
      STDDEV_POP(\"capital-gain\") AS s FROM adult GROUP BY sex",
 ];

@@ -197,7 +197,8 @@ fn share_delta(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<Delt
     if (thresholding || gaussian) && settings.delta <= 0.0 {
         let why = if thresholding {
             "GROUP BY a column without a public domain releases only keys whose noisy count \
-             passes a threshold, which needs δ > 0 (for example --delta 1e-6)"
+             passes a threshold, which needs δ > 0 (for example --delta 1e-6); or list the \
+             keys wanted in the WHERE (col IN ('a', 'b')), which releases those without one"
         } else {
             "the Gaussian mechanism needs δ > 0 (for example --delta 1e-6)"
         };

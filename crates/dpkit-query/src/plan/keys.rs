@@ -1,12 +1,17 @@
-//! GROUP BY: which keys a query may release. Each key is a column with a
-//! public domain, a total expression of one bounded integer column (its
-//! domain is enumerated from the bounds), or, without a domain, a column
-//! whose keys are thresholded.
+//! GROUP BY: which keys a query may release. Each key is a text column
+//! whose values the WHERE lists (`WHERE region IN ('N', 'S')`: the list is
+//! public, being the analyst's), a column with a public domain, a total
+//! expression of one bounded integer column (its domain is enumerated from
+//! the bounds), or, without a domain, a column whose keys are thresholded.
 
 use datafusion::common::ExprSchema;
+use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema};
-use datafusion::logical_expr::{Aggregate, Expr, lit, when};
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{
+    Aggregate, BinaryExpr, Expr, LogicalPlan, Operator, expr::InList, lit, when,
+};
 
 use super::lineage::Lineage;
 use super::{DomainOf, KeySelection, not_private, sql_error, unalias};
@@ -68,7 +73,10 @@ pub(super) fn plan(
             totaliser.charge(total.bytes)?;
         }
         let total = total.expr;
-        let (rewritten, domain) = key(expr, total, schema, lineage, domain_of)?;
+        let (rewritten, domain) = match listed_keys(expr, &aggregate.input) {
+            Some(listed) => (total, Some(deduplicated(listed))),
+            None => key(expr, total, schema, lineage, domain_of)?,
+        };
         exprs.push(rewritten.alias(format!("__dpkit_key_{index}")));
         domains.push(domain);
     }
@@ -141,6 +149,51 @@ fn key(
         _ => Err(not_private(
             "GROUP BY takes columns, or expressions over one bounded integer column",
         )),
+    }
+}
+
+/// The texts a WHERE directly below the GROUP BY allows a bare key column
+/// (`col IN ('a', 'b')` or `col = 'a'`, as one of its AND-ed conditions):
+/// no row with another value reaches the aggregate, so these keys are all
+/// there can be. They come from the query alone, so releasing exactly them
+/// (each with noise, even when empty) needs no threshold.
+fn listed_keys(key: &Expr, input: &LogicalPlan) -> Option<Vec<String>> {
+    let (Expr::Column(column), LogicalPlan::Filter(filter)) = (unalias(key), input) else {
+        return None;
+    };
+    let is_key = |expr: &Expr| matches!(unalias(expr), Expr::Column(c) if c == column);
+    split_conjunction(&filter.predicate)
+        .into_iter()
+        .find_map(|condition| match condition {
+            Expr::InList(InList {
+                expr,
+                list,
+                negated: false,
+            }) if is_key(expr) => list.iter().map(text_literal).collect(),
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Eq,
+                right,
+            }) if is_key(left) => text_literal(right).map(|t| vec![t]),
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Eq,
+                right,
+            }) if is_key(right) => text_literal(left).map(|t| vec![t]),
+            _ => None,
+        })
+}
+
+/// A text written in the query.
+fn text_literal(expr: &Expr) -> Option<String> {
+    match unalias(expr) {
+        Expr::Literal(
+            ScalarValue::Utf8(Some(text))
+            | ScalarValue::LargeUtf8(Some(text))
+            | ScalarValue::Utf8View(Some(text)),
+            _,
+        ) => Some(text.clone()),
+        _ => None,
     }
 }
 

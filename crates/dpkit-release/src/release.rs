@@ -123,6 +123,16 @@ fn released<R: CryptoRng + ?Sized>(
             role,
             shift,
         } => {
+            // MIN's lower end and MAX's upper end are the public bound: the
+            // extreme can be no further, and an end aimed past every rank
+            // would land anywhere within its error of the best cell, which
+            // may lie beyond a lone extreme value.
+            if *role == QuantileRole::Lower && *p == 0.0 {
+                return Ok(grid.lower_edge(0));
+            }
+            if *role == QuantileRole::Upper && *p == 1.0 {
+                return Ok(grid.upper_edge(grid.cells - 1));
+            }
             let mut cells = vec![0u64; grid.cells];
             for &(cell, count) in counts {
                 if let Some(slot) = cells.get_mut(cell) {

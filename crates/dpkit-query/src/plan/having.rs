@@ -13,8 +13,8 @@ use super::{not_private, sql_error, unalias};
 use crate::error::Result;
 
 const WHAT_HAVING_TAKES: &str = "HAVING compares aggregates, GROUP BY keys and literals (=, <>, \
-     <, <=, >, >=, BETWEEN) combined by AND, OR and NOT, on the released values; compute \
-     anything else from the answer, which costs nothing more";
+     <, <=, >, >=, BETWEEN) combined by AND, OR and NOT, on the released values, without CAST; \
+     compute anything else from the answer, which costs nothing more";
 
 /// The condition `predicate` (over `aggregate`'s output) sets.
 pub(super) fn plan(predicate: &Expr, aggregate: &Aggregate) -> Result<Condition> {
@@ -25,14 +25,12 @@ pub(super) fn plan(predicate: &Expr, aggregate: &Aggregate) -> Result<Condition>
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
             Operator::And => both(left, right).map(|(a, b)| Condition::And(a, b)),
             Operator::Or => both(left, right).map(|(a, b)| Condition::Or(a, b)),
-            op => {
-                let comparison = comparison(*op)?;
-                Ok(Condition::Compare(
-                    term(left, aggregate)?,
-                    comparison,
-                    term(right, aggregate)?,
-                ))
-            }
+            op => compared(
+                term(left, aggregate)?,
+                comparison(*op)?,
+                term(right, aggregate)?,
+                aggregate,
+            ),
         },
         Expr::Not(inner) => Ok(Condition::Not(Box::new(plan(inner, aggregate)?))),
         Expr::Between(Between {
@@ -41,16 +39,13 @@ pub(super) fn plan(predicate: &Expr, aggregate: &Aggregate) -> Result<Condition>
             low,
             high,
         }) => {
-            let at_least = Condition::Compare(
+            let (value, low, high) = (
                 term(expr, aggregate)?,
-                Comparison::GreaterOrEqual,
                 term(low, aggregate)?,
-            );
-            let at_most = Condition::Compare(
-                term(expr, aggregate)?,
-                Comparison::LessOrEqual,
                 term(high, aggregate)?,
             );
+            let at_least = compared(value.clone(), Comparison::GreaterOrEqual, low, aggregate)?;
+            let at_most = compared(value, Comparison::LessOrEqual, high, aggregate)?;
             let between = Condition::And(Box::new(at_least), Box::new(at_most));
             Ok(if *negated {
                 Condition::Not(Box::new(between))
@@ -74,13 +69,34 @@ fn comparison(op: Operator) -> Result<Comparison> {
     })
 }
 
+/// Whether a term is a number (an aggregate, a number, a numeric key).
+fn numeric(term: &Term, aggregate: &Aggregate) -> bool {
+    match term {
+        Term::Aggregate(_) | Term::Number(_) => true,
+        Term::Text(_) => false,
+        Term::Group(g) => aggregate.schema.field(*g).data_type().is_numeric(),
+    }
+}
+
+/// A comparison of two numbers, or of a text key with a text: the answer
+/// holds keys as text, so two keys, or a key and a literal of the other
+/// kind, would not compare as SQL compares them (refused, for free).
+fn compared(left: Term, op: Comparison, right: Term, aggregate: &Aggregate) -> Result<Condition> {
+    let two_keys = matches!((&left, &right), (Term::Group(_), Term::Group(_)));
+    if two_keys || numeric(&left, aggregate) != numeric(&right, aggregate) {
+        return Err(not_private(
+            "HAVING compares a number (an aggregate, a numeric key) with a number, or a text \
+             key with a text; compare two keys in the released answer",
+        ));
+    }
+    Ok(Condition::Compare(left, op, right))
+}
+
 /// A column of the aggregate's output (a key or an aggregate), or a
-/// literal; casts that the SQL planner puts around either are looked
-/// through, as the comparison reads numbers as numbers.
+/// literal. A CAST is refused: the comparison reads released values as they
+/// are, and would not round or truncate as the cast does.
 fn term(expr: &Expr, aggregate: &Aggregate) -> Result<Term> {
     match unalias(expr) {
-        Expr::Cast(cast) => term(&cast.expr, aggregate),
-        Expr::TryCast(cast) => term(&cast.expr, aggregate),
         Expr::Column(column) => {
             let position = aggregate
                 .schema

@@ -152,7 +152,7 @@ fn key(
     }
 }
 
-/// The texts a WHERE directly below the GROUP BY allows a bare key column
+/// The texts a WHERE directly below the GROUP BY allows a bare text key column
 /// (`col IN ('a', 'b')` or `col = 'a'`, as one of its AND-ed conditions):
 /// no row with another value reaches the aggregate, so these keys are all
 /// there can be. They come from the query alone, so releasing exactly them
@@ -161,6 +161,16 @@ fn listed_keys(key: &Expr, input: &LogicalPlan) -> Option<Vec<String>> {
     let (Expr::Column(column), LogicalPlan::Filter(filter)) = (unalias(key), input) else {
         return None;
     };
+    // Only text keys: a number's key prints as the engine formats it, which
+    // a literal such as '030' compared with an integer need not match.
+    let text = filter
+        .input
+        .schema()
+        .field_from_column(column)
+        .is_ok_and(|f| f.data_type() == &datafusion::arrow::datatypes::DataType::Utf8);
+    if !text {
+        return None;
+    }
     let is_key = |expr: &Expr| matches!(unalias(expr), Expr::Column(c) if c == column);
     split_conjunction(&filter.predicate)
         .into_iter()

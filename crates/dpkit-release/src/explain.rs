@@ -107,6 +107,21 @@ pub fn explanation(query: &MeasuredQuery, noise: &NoisePlan, settings: &ReleaseS
             text.push_str(&line);
         }
     }
+    let hidden: Vec<&str> = (0..query.aggregates.len())
+        .filter(|a| {
+            !query
+                .outputs
+                .iter()
+                .any(|(_, o)| *o == crate::measured::OutputColumn::Aggregate(*a))
+        })
+        .map(|a| query.aggregates[a].name.as_str())
+        .collect();
+    if !hidden.is_empty() {
+        text.push_str(&format!(
+            "  not shown, measured and charged for HAVING: {}\n",
+            hidden.join(", ")
+        ));
+    }
     match &query.keys {
         KeySelection::Single => text.push_str("\nKeys: none (one row)\n"),
         KeySelection::Domain(cells) => text.push_str(&format!(

@@ -9,7 +9,7 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, Between, BinaryExpr, Expr, Operator};
 use dpkit_release::having::{Comparison, Condition, Term};
 
-use super::{not_private, sql_error, unalias};
+use super::{not_private, sql_error, text_of, unalias};
 use crate::error::Result;
 
 const WHAT_HAVING_TAKES: &str = "HAVING compares aggregates, GROUP BY keys and literals (=, <>, \
@@ -115,10 +115,7 @@ fn term(expr: &Expr, aggregate: &Aggregate) -> Result<Term> {
 }
 
 fn literal(value: &ScalarValue) -> Result<Term> {
-    if let ScalarValue::Utf8(Some(text))
-    | ScalarValue::LargeUtf8(Some(text))
-    | ScalarValue::Utf8View(Some(text)) = value
-    {
+    if let Some(text) = text_of(value) {
         return Ok(Term::Text(text.clone()));
     }
     match value.cast_to(&DataType::Float64) {

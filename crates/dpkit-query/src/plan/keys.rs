@@ -5,7 +5,6 @@
 //! the bounds), or, without a domain, a column whose keys are thresholded.
 
 use datafusion::common::ExprSchema;
-use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema};
 use datafusion::logical_expr::utils::split_conjunction;
@@ -14,7 +13,7 @@ use datafusion::logical_expr::{
 };
 
 use super::lineage::Lineage;
-use super::{DomainOf, KeySelection, not_private, sql_error, unalias};
+use super::{DomainOf, KeySelection, not_private, sql_error, text_of, unalias};
 use crate::description::ColumnKind;
 use crate::error::Result;
 use dpkit_total::{Sizes, Totaliser, Ty};
@@ -184,12 +183,12 @@ fn listed_keys(key: &Expr, input: &LogicalPlan) -> Option<Vec<String>> {
                 left,
                 op: Operator::Eq,
                 right,
-            }) if is_key(left) => text_literal(right).map(|t| vec![t]),
-            Expr::BinaryExpr(BinaryExpr {
-                left,
-                op: Operator::Eq,
-                right,
-            }) if is_key(right) => text_literal(left).map(|t| vec![t]),
+            }) => match (is_key(left), is_key(right)) {
+                (true, _) => text_literal(right),
+                (_, true) => text_literal(left),
+                _ => None,
+            }
+            .map(|t| vec![t]),
             _ => None,
         })
 }
@@ -197,12 +196,7 @@ fn listed_keys(key: &Expr, input: &LogicalPlan) -> Option<Vec<String>> {
 /// A text written in the query.
 fn text_literal(expr: &Expr) -> Option<String> {
     match unalias(expr) {
-        Expr::Literal(
-            ScalarValue::Utf8(Some(text))
-            | ScalarValue::LargeUtf8(Some(text))
-            | ScalarValue::Utf8View(Some(text)),
-            _,
-        ) => Some(text.clone()),
+        Expr::Literal(value, _) => text_of(value).cloned(),
         _ => None,
     }
 }

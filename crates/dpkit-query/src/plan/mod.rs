@@ -157,6 +157,16 @@ fn unalias(expr: &Expr) -> &Expr {
     }
 }
 
+/// The text of a text literal's value, whichever string type holds it.
+fn text_of(value: &ScalarValue) -> Option<&String> {
+    match value {
+        ScalarValue::Utf8(Some(text))
+        | ScalarValue::LargeUtf8(Some(text))
+        | ScalarValue::Utf8View(Some(text)) => Some(text),
+        _ => None,
+    }
+}
+
 /// The SELECT's pieces, peeled off the logical plan.
 struct Shape<'a> {
     projection: &'a [Expr],

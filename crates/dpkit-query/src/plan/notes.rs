@@ -12,7 +12,7 @@ use datafusion::common::{Column, ScalarValue};
 use datafusion::logical_expr::{Aggregate, BinaryExpr, Expr, LogicalPlan, Operator};
 
 use super::lineage::Lineage;
-use super::unalias;
+use super::{text_of, unalias};
 use crate::hints::{closest_value, quoted};
 
 /// The longest literal a note repeats, in characters.
@@ -121,13 +121,8 @@ fn column_of(expr: &Expr) -> Option<&Column> {
 
 fn literal_text(expr: &Expr) -> Option<String> {
     match unalias(expr) {
-        Expr::Literal(value, _) => match value {
-            ScalarValue::Utf8(Some(text))
-            | ScalarValue::LargeUtf8(Some(text))
-            | ScalarValue::Utf8View(Some(text)) => Some(text.clone()),
-            ScalarValue::Int64(Some(n)) => Some(n.to_string()),
-            _ => None,
-        },
+        Expr::Literal(ScalarValue::Int64(Some(n)), _) => Some(n.to_string()),
+        Expr::Literal(value, _) => text_of(value).cloned(),
         Expr::Cast(cast) => literal_text(&cast.expr),
         _ => None,
     }

@@ -2,7 +2,7 @@
 //! ε, sensitivity and expected error, how keys are chosen and why each
 //! charge holds.
 
-use crate::measured::{AggregateKind, KeySelection, MeasuredQuery};
+use crate::measured::{AggregateKind, KeySelection, MeasuredQuery, QuantileRole};
 use crate::{NoisePlan, ReleaseSettings};
 
 /// How a quantile is chosen, and what its interval promises.
@@ -12,12 +12,22 @@ fn quantile_line(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<S
     };
     let ends = &query.measurement_of[a];
     let point = &noise.noises[ends[0]];
+    let end = |role: QuantileRole, m: usize, bound: f64| {
+        if role.is_bound(*p) {
+            format!("is the bound {bound}")
+        } else {
+            format!(
+                "aims {:.1} ranks beyond it",
+                noise.noises[m].half_width + 1.0
+            )
+        }
+    };
     Some(format!(
         "  {:<24} = a cell of {} (width {}) over [{}, {}] whose ranks are nearest p·n + ½ − p (p = {p}), \
          by the exponential mechanism (E|error| and half-widths above are in ranks: \
          the answer is within {:.1} ranks of it with probability ≥ 1 − α/3);\n  {:<24}   \
-         the interval's ends aim {:.1} and {:.1} ranks beyond it and fall on either side of the \
-         true quantile with probability ≥ 1 − α\n",
+         the interval's lower end {} and its upper end {}, on either side of the true quantile \
+         with probability ≥ 1 − α\n",
         "",
         grid.cells,
         grid.width,
@@ -25,8 +35,8 @@ fn quantile_line(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<S
         grid.high,
         point.half_width,
         "",
-        noise.noises[ends[1]].half_width + 1.0,
-        noise.noises[ends[2]].half_width + 1.0,
+        end(QuantileRole::Lower, ends[1], grid.low),
+        end(QuantileRole::Upper, ends[2], grid.high),
     ))
 }
 

@@ -70,6 +70,27 @@ pub enum QuantileRole {
     Upper,
 }
 
+impl QuantileRole {
+    /// Whether this choice for the quantile `p` is the grid's bound itself
+    /// rather than a selection: MIN's lower end and MAX's upper end. The
+    /// extreme can be no further; an end aimed past every rank would land
+    /// anywhere within its error of the best cell, which may lie beyond a
+    /// lone extreme value.
+    ///
+    /// ```
+    /// use dpkit_release::QuantileRole;
+    /// assert!(QuantileRole::Lower.is_bound(0.0) && QuantileRole::Upper.is_bound(1.0));
+    /// assert!(!QuantileRole::Upper.is_bound(0.0) && !QuantileRole::Point.is_bound(0.0));
+    /// ```
+    pub fn is_bound(self, p: f64) -> bool {
+        match self {
+            QuantileRole::Point => false,
+            QuantileRole::Lower => p == 0.0,
+            QuantileRole::Upper => p == 1.0,
+        }
+    }
+}
+
 /// A variance or standard deviation, of a sample or of a population.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dispersion {

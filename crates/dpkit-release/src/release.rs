@@ -123,15 +123,11 @@ fn released<R: CryptoRng + ?Sized>(
             role,
             shift,
         } => {
-            // MIN's lower end and MAX's upper end are the public bound: the
-            // extreme can be no further, and an end aimed past every rank
-            // would land anywhere within its error of the best cell, which
-            // may lie beyond a lone extreme value.
-            if *role == QuantileRole::Lower && *p == 0.0 {
-                return Ok(grid.lower_edge(0));
-            }
-            if *role == QuantileRole::Upper && *p == 1.0 {
-                return Ok(grid.upper_edge(grid.cells - 1));
+            if role.is_bound(*p) {
+                return Ok(match role {
+                    QuantileRole::Lower => grid.lower_edge(0),
+                    _ => grid.upper_edge(grid.cells - 1),
+                });
             }
             let mut cells = vec![0u64; grid.cells];
             for &(cell, count) in counts {
@@ -351,7 +347,7 @@ mod tests {
     }
 
     /// HAVING reads the noisy count, never the exact one: a group of exactly
-    /// 1000 rows is kept about half the time under `> 1000`, and every kept
+    /// 1000 rows is kept about a quarter of the time under `> 1000`, and every kept
     /// row shows a count above 1000. Compared on the exact count, it would
     /// never be kept (and its presence would tell the exact count's side).
     #[test]

@@ -43,6 +43,9 @@ pub enum Hole {
     /// The SQL sent to a database is not read back and compared with the
     /// statement dpkit wrote.
     UnreadSql = 512,
+    /// A join with a public table counted as if each private row met at
+    /// most one of its rows, whatever its key repeats.
+    JoinFanout = 1024,
 }
 
 static PLANTED: AtomicU32 = AtomicU32::new(0);

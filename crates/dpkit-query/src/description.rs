@@ -74,6 +74,23 @@ pub struct Description {
     /// What is public about each column (columns not listed can be filtered
     /// on, but not summed or grouped by).
     pub columns: BTreeMap<String, ColumnFacts>,
+    /// Public tables (`[public.NAME]`), by name: lookup tables anyone may
+    /// see, which queries join with the private table. Reading them is
+    /// never charged; what a join does to one person's rows is (see
+    /// `dpkit_core::sensitivity::joins`).
+    pub public: BTreeMap<String, PublicTable>,
+}
+
+/// A public table: its file and its columns' types.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublicTable {
+    /// The data file (CSV with a header row, or Parquet).
+    pub file: PathBuf,
+    /// Whether the file is CSV or Parquet.
+    pub format: FileFormat,
+    /// Declared columns (others are text). Bounds and domains need not be
+    /// declared: they are read from the table, which is public.
+    pub columns: BTreeMap<String, ColumnFacts>,
 }
 
 /// The data file's format.
@@ -229,6 +246,17 @@ struct RawDescription {
     budget: RawBudget,
     #[serde(default)]
     columns: BTreeMap<String, RawColumn>,
+    #[serde(default)]
+    public: BTreeMap<String, RawPublic>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPublic {
+    file: String,
+    format: Option<String>,
+    #[serde(default)]
+    columns: BTreeMap<String, RawColumn>,
 }
 
 #[derive(Deserialize)]
@@ -295,7 +323,7 @@ impl Description {
                 raw.table.name
             )));
         }
-        let format = file_format(&raw.table)?;
+        let format = file_format(raw.table.file.as_deref(), raw.table.format.as_deref())?;
         let (file, source) = source(&raw.table, base)?;
         let neighbouring = neighbouring(raw.privacy_unit.neighbours.as_deref())?;
         let privacy_unit = privacy_unit(raw.privacy_unit)?;
@@ -313,6 +341,8 @@ impl Description {
                 "the id column '{column}' must be listed under [columns]"
             )));
         }
+        let private = (raw.table.name.as_str(), Some(file.as_path()));
+        let public = public_tables(raw.public, private, &source, base)?;
         Ok(Self {
             table: raw.table.name,
             file,
@@ -324,6 +354,7 @@ impl Description {
             budget_epsilon: raw.budget.epsilon,
             budget_delta: raw.budget.delta,
             columns,
+            public,
         })
     }
 
@@ -391,14 +422,76 @@ fn source(table: &RawTable, base: &Path) -> Result<(PathBuf, Source)> {
     )
 }
 
-fn file_format(table: &RawTable) -> Result<FileFormat> {
-    let file = table.file.as_deref().unwrap_or_default();
-    match table.format.as_deref() {
+fn file_format(file: Option<&str>, format: Option<&str>) -> Result<FileFormat> {
+    let file = file.unwrap_or_default();
+    match format {
         Some("parquet") => Ok(FileFormat::Parquet),
         Some("csv") => Ok(FileFormat::Csv),
         None if file.ends_with(".parquet") => Ok(FileFormat::Parquet),
         None => Ok(FileFormat::Csv),
         Some(other) => Err(invalid(format!("format '{other}': use csv or parquet"))),
+    }
+}
+
+/// The public tables: each a file with a plain name of its own, beside a
+/// private table that is a file too (a database's tables would have to be
+/// joined in the database, which dpkit does not do).
+fn public_tables(
+    raw: BTreeMap<String, RawPublic>,
+    (private, private_file): (&str, Option<&Path>),
+    source: &Source,
+    base: &Path,
+) -> Result<BTreeMap<String, PublicTable>> {
+    if !raw.is_empty() && *source != Source::File {
+        return Err(invalid(
+            "[public] tables join a private table read from a file: with sqlite, postgres or \
+             spark, put the lookup table in the database and describe a view that joins it"
+                .into(),
+        ));
+    }
+    let mut tables = BTreeMap::new();
+    for (name, table) in raw {
+        // Lowercase: SQL reads an unquoted name as lowercase.
+        let lowercase = name.chars().all(|c| !c.is_ascii_uppercase());
+        if !is_identifier(&name) || !lowercase || name.starts_with("__dpkit") || name == private {
+            return Err(invalid(format!(
+                "public table '{name}' needs a name of lowercase letters, digits and \
+                 underscores, other than the private table's"
+            )));
+        }
+        let format = file_format(Some(&table.file), table.format.as_deref())?;
+        if let Some(private_file) = private_file
+            && same_file(&base.join(&table.file), private_file)
+        {
+            return Err(invalid(format!(
+                "public table '{name}' reads the private table's file: a public table's rows \
+                 are released without noise"
+            )));
+        }
+        let mut columns = BTreeMap::new();
+        for (column, raw) in table.columns {
+            let facts = column_facts(&column, raw)?;
+            columns.insert(column, facts);
+        }
+        let file = base.join(&table.file);
+        tables.insert(
+            name,
+            PublicTable {
+                file,
+                format,
+                columns,
+            },
+        );
+    }
+    Ok(tables)
+}
+
+/// Whether two paths name one file (the same path, or one file through
+/// links, when both exist).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }
 
@@ -660,5 +753,43 @@ mod tests {
         let too_many = id(MAX_ROWS_PER_PERSON + 1);
         assert_refused(describe("", &too_many, BUDGET, integer), "rows per person");
         assert!(describe("", &id(MAX_ROWS_PER_PERSON), BUDGET, integer).is_ok());
+    }
+
+    #[test]
+    fn public_tables_are_files_beside_a_file_with_names_of_their_own() {
+        let integer = "type = \"integer\"";
+        let public = "\n[public.regions]\nfile = \"r.csv\"\n\
+                      [public.regions.columns.population]\ntype = \"integer\"\n";
+        let described = describe("", ROW, BUDGET, &format!("{integer}{public}")).unwrap();
+        let regions = &described.public["regions"];
+        assert_eq!(regions.file, Path::new("./r.csv"));
+        assert_eq!(regions.format, FileFormat::Csv);
+        assert_eq!(regions.columns["population"].kind, ColumnKind::Integer);
+        let named = |name: &str| format!("{integer}\n[public.{name}]\nfile = \"r.csv\"\n");
+        assert_refused(
+            describe("", ROW, BUDGET, &named("t")),
+            "the private table's name",
+        );
+        assert_refused(
+            describe("", ROW, BUDGET, &named("__dpkit_x")),
+            "dpkit's own prefix",
+        );
+        let sqlite = describe("", ROW, BUDGET, &named("r"))
+            .map(|_| ())
+            .and_then(|()| {
+                Description::from_toml(
+                    &format!(
+                        "[table]\nname = \"t\"\nsqlite = \"t.db\"\n[privacy_unit]\n{ROW}\n\
+                         [budget]\n{BUDGET}\n[public.r]\nfile = \"r.csv\"\n"
+                    ),
+                    Path::new("."),
+                )
+            });
+        assert_refused(sqlite, "a public table beside a database");
+        assert_refused(describe("", ROW, BUDGET, &named("Regions")), "capitals");
+        let private_file = format!("{integer}\n[public.r]\nfile = \"t.csv\"\n");
+        assert_refused(describe("", ROW, BUDGET, &private_file), "the private file");
+        let unknown = format!("{integer}\n[public.r]\nfile = \"r.csv\"\npeople = 3\n");
+        assert!(describe("", ROW, BUDGET, &unknown).is_err(), "unknown key");
     }
 }

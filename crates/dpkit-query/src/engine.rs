@@ -65,6 +65,8 @@ pub struct QueryEngine {
     source_file: Option<std::path::PathBuf>,
     /// The typed, capped view of the data that queries read.
     view: datafusion::logical_expr::LogicalPlan,
+    /// The public tables' facts (the tables are registered in `context`).
+    public: crate::public_table::PublicTables,
     /// The database that runs the plans, when the table lives in one, and
     /// the `SELECT` that reads its table with the declared types.
     database: Option<Database>,
@@ -124,6 +126,8 @@ impl QueryEngine {
             )));
         }
         let view = runtime.block_on(crate::private_table::register_file(&context, &description))?;
+        let public =
+            runtime.block_on(crate::public_table::register_public(&context, &description))?;
         let source_file = Some(description.file.clone());
         Ok(Self {
             description,
@@ -133,6 +137,7 @@ impl QueryEngine {
             runtime,
             source_file,
             view,
+            public,
             database: None,
         })
     }
@@ -174,6 +179,8 @@ impl QueryEngine {
             &description,
             provider,
         ))?;
+        let public =
+            runtime.block_on(crate::public_table::register_public(&context, &description))?;
         Ok(Self {
             description,
             limits: RunLimits::default(),
@@ -182,6 +189,7 @@ impl QueryEngine {
             runtime,
             source_file: None,
             view,
+            public,
             database: None,
         })
     }
@@ -257,7 +265,18 @@ impl QueryEngine {
         let mut domain_of = |expr: &Expr, column: &str, bounds: (i64, i64)| {
             self.enumerate_domain(expr, column, bounds)
         };
-        let mut query = plan_private(sql, &logical, &self.description, &self.view, &mut domain_of)?;
+        let mut matches_of = |plan, keys| {
+            let counting = crate::public_table::most_matches(&self.context, plan, keys);
+            self.runtime.block_on(counting)
+        };
+        let sources = crate::plan::Sources {
+            description: &self.description,
+            view: &self.view,
+            public: &self.public,
+            domain_of: &mut domain_of,
+            matches_of: &mut matches_of,
+        };
+        let mut query = plan_private(sql, &logical, sources)?;
         if let Some(Database {
             backend,
             source,

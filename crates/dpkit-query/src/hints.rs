@@ -18,9 +18,17 @@ pub(crate) fn with_hint(message: String, description: &Description) -> String {
             return format!("No field named {name}: {hint}");
         }
     } else if message.starts_with("table '") && message.ends_with("' not found") {
+        if description.public.is_empty() {
+            return format!(
+                "{message}: this description's table is {}",
+                quoted(&description.table)
+            );
+        }
+        let public: Vec<String> = description.public.keys().map(|t| quoted(t)).collect();
         return format!(
-            "{message}: this description's table is {}",
-            quoted(&description.table)
+            "{message}: this description's table is {}, and its public tables are {}",
+            quoted(&description.table),
+            public.join(", ")
         );
     }
     message

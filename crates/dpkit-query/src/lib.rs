@@ -35,6 +35,7 @@ pub mod error;
 mod hints;
 pub mod plan;
 mod private_table;
+mod public_table;
 
 pub use description::Description;
 pub use dpkit_ledger::Ledger;

@@ -19,6 +19,7 @@
 //! The query names the capped, typed table; the raw file is registered
 //! under a name queries are refused from reading.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
@@ -29,7 +30,9 @@ use datafusion::common::Column;
 use datafusion::logical_expr::{Expr, ExprFunctionExt, LogicalPlan, lit, try_cast};
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
-use crate::description::{ColumnKind, Description, FileFormat, PrivacyUnit};
+use crate::description::{
+    ColumnFacts, ColumnKind, DEFAULT_MAX_LENGTH, Description, FileFormat, PrivacyUnit,
+};
 use crate::error::{QueryError, Result};
 
 /// The raw file's table name (queries naming it are refused).
@@ -99,7 +102,7 @@ pub(crate) fn csv_header(path: &Path) -> Result<Vec<String>> {
 /// Refuses a description whose columns the file does not have. The message
 /// names only described columns: a file without a header would otherwise
 /// put a row of data into it.
-fn check_columns(description: &Description, names: &[String]) -> Result<()> {
+fn check_columns(described: &BTreeMap<String, ColumnFacts>, names: &[String]) -> Result<()> {
     let mut sorted: Vec<&String> = names.iter().collect();
     sorted.sort();
     if sorted.windows(2).any(|w| w[0] == w[1]) || names.iter().any(String::is_empty) {
@@ -107,8 +110,7 @@ fn check_columns(description: &Description, names: &[String]) -> Result<()> {
             "the data file's header has an empty or repeated column name".into(),
         ));
     }
-    let missing: Vec<&str> = description
-        .columns
+    let missing: Vec<&str> = described
         .keys()
         .filter(|c| !names.contains(c))
         .map(String::as_str)
@@ -132,28 +134,49 @@ pub(crate) async fn register_file(
     description: &Description,
 ) -> Result<LogicalPlan> {
     let raw = raw_table_name(&description.table);
-    let path = description.file.to_string_lossy().into_owned();
-    let unreadable = |_| data_error(format!("cannot read {path} as {:?}", description.format));
-    match description.format {
-        #[cfg(feature = "planted-holes")]
-        FileFormat::Csv if dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes) => {
-            let options = CsvReadOptions::new().has_header(true);
-            context
-                .register_csv(raw.as_str(), &path, options)
-                .await
-                .map_err(unreadable)?;
-        }
+    #[cfg(feature = "planted-holes")]
+    if description.format == FileFormat::Csv
+        && dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes)
+    {
+        let path = description.file.to_string_lossy().into_owned();
+        let options = CsvReadOptions::new().has_header(true);
+        context
+            .register_csv(raw.as_str(), &path, options)
+            .await
+            .map_err(|_| data_error(format!("cannot read {path}")))?;
+        return register_view(context, description).await;
+    }
+    register_raw(
+        context,
+        &raw,
+        (&description.file, description.format),
+        &description.columns,
+    )
+    .await?;
+    register_view(context, description).await
+}
+
+/// Registers the CSV or Parquet `file` as `name`, every CSV column read as
+/// text, after checking that it has the `described` columns.
+pub(crate) async fn register_raw(
+    context: &SessionContext,
+    name: &str,
+    (file, format): (&Path, FileFormat),
+    described: &BTreeMap<String, ColumnFacts>,
+) -> Result<()> {
+    let path = file.to_string_lossy().into_owned();
+    let unreadable = |_| data_error(format!("cannot read {path} as {format:?}"));
+    match format {
         FileFormat::Csv => {
-            let names = csv_header(&description.file)?;
-            check_columns(description, &names)?;
+            let names = csv_header(file)?;
+            check_columns(described, &names)?;
             let schema = Schema::new(
                 names
                     .iter()
                     .map(|n| Field::new(n, DataType::Utf8, true))
                     .collect::<Vec<_>>(),
             );
-            let extension = description
-                .file
+            let extension = file
                 .extension()
                 .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
             let options = CsvReadOptions::new()
@@ -161,18 +184,15 @@ pub(crate) async fn register_file(
                 .schema(&schema)
                 .file_extension(&extension);
             context
-                .register_csv(raw.as_str(), &path, options)
+                .register_csv(name, &path, options)
                 .await
-                .map_err(unreadable)?;
+                .map_err(unreadable)
         }
-        FileFormat::Parquet => {
-            context
-                .register_parquet(raw.as_str(), &path, ParquetReadOptions::default())
-                .await
-                .map_err(unreadable)?;
-        }
+        FileFormat::Parquet => context
+            .register_parquet(name, &path, ParquetReadOptions::default())
+            .await
+            .map_err(unreadable),
     }
-    register_view(context, description).await
 }
 
 /// Registers `provider` as the raw table, then the typed, capped view of it.
@@ -203,17 +223,22 @@ fn typed_columns(description: &Description, names: &[String]) -> Vec<Expr> {
 /// The column `name` as the view reads it: its declared type (columns the
 /// description does not list are text), text cut to its `max_length`.
 pub(crate) fn typed_column(description: &Description, name: &str) -> Expr {
-    let kind = description
-        .column(name)
-        .map_or(ColumnKind::Text, |f| f.kind);
     #[cfg(feature = "planted-holes")]
     if dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes) {
         return column(name).alias(name);
     }
+    typed_as(name, description.column(name))
+}
+
+/// The column `name` read as `facts` declare (text when they are `None`),
+/// text cut to its `max_length`.
+pub(crate) fn typed_as(name: &str, facts: Option<&ColumnFacts>) -> Expr {
+    let kind = facts.map_or(ColumnKind::Text, |f| f.kind);
     let typed = try_cast(column(name), declared_type(kind));
     let bounded = match kind {
         ColumnKind::Text => {
-            dpkit_functions::cut_text::cut_text(typed, description.max_length(name))
+            let length = facts.map_or(DEFAULT_MAX_LENGTH, ColumnFacts::max_length);
+            dpkit_functions::cut_text::cut_text(typed, length)
         }
         _ => typed,
     };
@@ -264,7 +289,7 @@ pub(crate) async fn typed_table(
 async fn register_view(context: &SessionContext, description: &Description) -> Result<LogicalPlan> {
     let failed = |e: datafusion::error::DataFusionError| data_error(e.to_string());
     let (raw, names) = raw_table(context, description).await.map_err(failed)?;
-    check_columns(description, &names)?;
+    check_columns(&description.columns, &names)?;
     let typed = typed_columns(description, &names);
     let mut view = raw.select(typed).map_err(failed)?;
     #[cfg(feature = "planted-holes")]

@@ -13,7 +13,7 @@ use adult_rows::adult_rows;
 use dpkit_core::rng::InsecureSeededRng;
 use dpkit_query::{Description, Ledger, QueryEngine, QueryError};
 use dpkit_release::{Cell, plan_noise, release};
-use fixture::{Fixture, adult_description, settings, value};
+use fixture::{Fixture, adult_description, adult_with_public_tables, settings, value};
 
 fn temporary(name: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("dpkit-query-{name}-{}", std::process::id()));
@@ -328,8 +328,9 @@ fn the_budget_refuses_an_overspend_and_a_failed_query_spends_nothing() {
         "SELECT COUNT(DISTINCT age) FROM adult",
         "SELECT COUNT(*) FROM adult a JOIN adult b ON a.age = b.age",
         "SELECT COUNT(*) FROM adult WHERE age IN (SELECT age FROM adult)",
-        "SELECT sex, COUNT(*) FROM adult GROUP BY sex HAVING COUNT(*) * 2 > 10",
-        "SELECT COUNT(*) * 2 FROM adult",
+        "SELECT sex, COUNT(*) FROM adult GROUP BY sex HAVING COUNT(*) % 2 = 0",
+        "SELECT COUNT(*) % 2 FROM adult",
+        "SELECT age, COUNT(*) * age FROM adult GROUP BY age",
     ] {
         let error = engine
             .answer(bad, &settings(0.1, 0.0), &ledger, &mut rng)
@@ -596,4 +597,118 @@ fn count_distinct_id_counts_people_once_per_group() {
         matches!(refused, Err(QueryError::NotPrivate(_))),
         "{refused:?}"
     );
+}
+
+/// The rows of one of Adult's public lookup tables, read here.
+fn lookup(file: &str) -> Vec<HashMap<String, String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/adult")
+        .join(file);
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|line| {
+            let fields = line.split(',').map(str::to_string);
+            header.iter().map(|h| h.to_string()).zip(fields).collect()
+        })
+        .collect()
+}
+
+/// A chain of joins with public tables answers, at a very large ε, the
+/// counts and sums computed here from the three files; its groups are the
+/// public table's values, released without a threshold.
+#[test]
+fn joins_with_public_tables_answer_what_the_files_say() {
+    let engine = QueryEngine::open(adult_with_public_tables()).unwrap();
+    let ledger = Ledger::open(&temporary("joins"), 1000.0, 0.0).unwrap();
+    let sql = "SELECT c.region, COUNT(*) AS n, SUM(e.typical_years) AS years FROM adult a \
+               JOIN countries c ON a.\"native-country\" = c.country \
+               LEFT JOIN education_levels e ON a.education = e.education \
+               WHERE a.age >= 40 GROUP BY c.region ORDER BY c.region";
+    let mut rng = InsecureSeededRng::from_seed_for_testing(4);
+    let answer = engine
+        .answer(sql, &exact_settings(), &ledger, &mut rng)
+        .unwrap();
+    let region: HashMap<String, String> = lookup("countries.csv")
+        .into_iter()
+        .map(|r| (r["country"].clone(), r["region"].clone()))
+        .collect();
+    let years: HashMap<String, f64> = lookup("education_levels.csv")
+        .into_iter()
+        .map(|r| (r["education"].clone(), r["typical_years"].parse().unwrap()))
+        .collect();
+    let mut expected: std::collections::BTreeMap<String, (f64, f64)> =
+        region.values().map(|r| (r.clone(), (0.0, 0.0))).collect();
+    for row in adult_rows() {
+        let Some(region) = region.get(&row["native-country"]) else {
+            continue;
+        };
+        if row["age"].parse::<i64>().unwrap() >= 40 {
+            let entry = expected.get_mut(region).unwrap();
+            entry.0 += 1.0;
+            entry.1 += years.get(&row["education"]).copied().unwrap_or(0.0);
+        }
+    }
+    let shown: Vec<(String, f64, f64)> = answer
+        .rows
+        .iter()
+        .map(|row| (key(&row[0]), value(&row[1]).0, value(&row[2]).0))
+        .collect();
+    let expected: Vec<(String, f64, f64)> = expected
+        .into_iter()
+        .map(|(region, (n, years))| (region, n, years))
+        .collect();
+    assert_eq!(expected.len(), 4, "four regions in countries.csv");
+    assert_eq!(shown, expected);
+}
+
+/// A ratio and a percentage of released aggregates cover their exact
+/// values at least 95% of the time (interval arithmetic over intervals at
+/// α/2 each may only over-cover), and for a large group the intervals are
+/// bounded and narrow: the coverage is not bought with the whole line.
+#[test]
+fn combined_columns_cover_their_exact_values() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let sql = "SELECT race, SUM(\"hours-per-week\") / COUNT(*) AS hours, \
+               100.0 * COUNT(CASE WHEN sex = 'Female' THEN 1 END) / COUNT(*) AS pct_female \
+               FROM adult GROUP BY race";
+    let query = engine.plan(sql).unwrap();
+    let exact = dpkit_query::internals::exact(&engine, &query).unwrap();
+    let noise = plan_noise(&query.measured, &settings(0.5, 0.0)).unwrap();
+    let mut sums: HashMap<String, (f64, f64, f64)> = HashMap::new();
+    for row in adult_rows() {
+        let entry = sums.entry(row["race"].clone()).or_default();
+        entry.0 += 1.0;
+        entry.1 += row["hours-per-week"].parse::<f64>().unwrap();
+        entry.2 += f64::from(u8::from(row["sex"] == "Female"));
+    }
+    let mut rng = InsecureSeededRng::from_seed_for_testing(21);
+    let (mut covered, mut total, mut widest_white) = ([0u64; 2], 0u64, [0f64; 2]);
+    for _ in 0..4000 {
+        let answer = release(&query.measured, &noise, &exact, 0.95, &mut rng).unwrap();
+        for row in &answer.rows {
+            let (n, hours, women) = sums[&key(&row[0])];
+            for (slot, truth) in [(0, hours / n), (1, 100.0 * women / n)] {
+                let (_, low, high) = value(&row[slot + 1]);
+                covered[slot] += u64::from(low <= truth && truth <= high);
+                if key(&row[0]) == "White" {
+                    widest_white[slot] = widest_white[slot].max(high - low);
+                }
+            }
+            total += 1;
+        }
+    }
+    for (slot, name) in ["hours per person", "percent female"].iter().enumerate() {
+        let share = covered[slot] as f64 / total as f64;
+        println!(
+            "{name}: covered {share}, widest for White {}",
+            widest_white[slot]
+        );
+        assert!(share >= 0.95, "{name}: covered {share}");
+    }
+    // 27,816 White people: n is known to about ±20, so each ratio to well
+    // within a few percent of itself.
+    assert!(widest_white[0] < 0.5, "hours: {}", widest_white[0]);
+    assert!(widest_white[1] < 0.5, "percent: {}", widest_white[1]);
 }

@@ -1,5 +1,6 @@
 //! Golden files for private SQL: `tests/sql/*.slt` hold cases in a
-//! sqllogictest-like format, run against the bundled Adult description.
+//! sqllogictest-like format, run against the bundled Adult description
+//! with its public lookup tables (`data/adult/public.toml`).
 //!
 //! ```text
 //! # a comment
@@ -25,10 +26,13 @@
 //! `DPKIT_BLESS=1 cargo nextest run -p dpkit-query --test golden` rewrites
 //! the expected parts from what the engine now says.
 
+#[path = "support/fixture.rs"]
+mod fixture;
+
 use std::path::{Path, PathBuf};
 
 use dpkit_core::rng::InsecureSeededRng;
-use dpkit_query::{Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
+use dpkit_query::{Ledger, MechanismChoice, QueryEngine, ReleaseSettings};
 
 struct Case {
     header: String,
@@ -124,8 +128,7 @@ fn files() -> Vec<PathBuf> {
 
 #[test]
 fn golden_files_match() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult/adult.toml");
-    let engine = QueryEngine::open(Description::load(&path).unwrap()).unwrap();
+    let engine = QueryEngine::open(fixture::adult_with_public_tables()).unwrap();
     let ledger_path =
         std::env::temp_dir().join(format!("dpkit-golden-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&ledger_path);

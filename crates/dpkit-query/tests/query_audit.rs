@@ -418,3 +418,34 @@ fn a_computed_column_borrows_no_fact_and_rounding_is_translation_invariant() {
     caught(audit(), "borrowed facts and rounded totals");
     clear();
 }
+
+#[test]
+fn a_join_counts_every_row_a_key_meets_and_ignoring_repeats_is_caught() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // A public table in which dan's key, M, repeats: each of his rows
+    // becomes two, and the count moves by 2 (Δ = 2, not 1).
+    let codes = ("codes.csv", "sex,label\nF,female\nM,male\nM,man\n");
+    let with_codes = format!(
+        "{}[public.codes]\nfile = \"codes.csv\"\n",
+        description(ROW, "t.csv")
+    );
+    let open = |name: &str, extra: &str| {
+        let data = format!("{HEADER}{BASE}{extra}");
+        Fixture::with_files(name, &[("t.csv", &data), codes], &with_codes, 100.0)
+    };
+    let sql = "SELECT COUNT(*) FROM t JOIN codes c ON t.sex = c.sex WHERE t.age = 90";
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    let (a, b) = (
+        open("audit-join-a", "4,90,dan,M,10000\n"),
+        open("audit-join-b", ""),
+    );
+    passes(run(&a.engine, &b.engine, sql, auto, &first), "a join");
+    plant(Hole::JoinFanout);
+    caught(
+        run(&a.engine, &b.engine, sql, auto, &first),
+        "a join's repeated key ignored",
+    );
+    clear();
+}

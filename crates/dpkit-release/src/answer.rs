@@ -61,8 +61,26 @@ pub fn interval_columns(name: &str) -> [String; 2] {
     [format!("{name}_low"), format!("{name}_high")]
 }
 
+/// The stand-in for an unbounded end of an interval (a ratio whose
+/// divisor may be 0): the largest finite double, so that every answer
+/// still serialises as numbers; shown as `inf`.
+pub const UNBOUNDED: f64 = f64::MAX;
+
+/// A number in CSV: as Rust writes it (exact), an unbounded end as `inf`
+/// or `-inf`, which CSV readers read as infinities.
+fn csv_number(value: f64) -> String {
+    match value.abs() >= UNBOUNDED {
+        true if value > 0.0 => "inf".to_string(),
+        true => "-inf".to_string(),
+        false => value.to_string(),
+    }
+}
+
 /// Six significant digits, enough for a noisy statistic.
 fn number(value: f64) -> String {
+    if value.abs() >= UNBOUNDED {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
     if value == value.trunc() && value.abs() < 1e15 {
         return format!("{value:.0}");
     }
@@ -207,7 +225,7 @@ impl ReleasedTable {
                     Cell::Value {
                         value, low, high, ..
                     } => {
-                        vec![value.to_string(), low.to_string(), high.to_string()]
+                        vec![csv_number(*value), csv_number(*low), csv_number(*high)]
                     }
                 })
                 .collect();

@@ -22,12 +22,13 @@ fn quantile_line(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<S
             )
         }
     };
+    let alpha = alpha_of(query, a);
     Some(format!(
         "  {:<24} = a cell of {} (width {}) over [{}, {}] whose ranks are nearest p·n + ½ − p (p = {p}), \
          by the exponential mechanism (E|error| and half-widths above are in ranks: \
-         the answer is within {:.1} ranks of it with probability ≥ 1 − α/3);\n  {:<24}   \
+         the answer is within {:.1} ranks of it with probability ≥ 1 − {alpha}/3);\n  {:<24}   \
          the interval's lower end {} and its upper end {}, on either side of the true quantile \
-         with probability ≥ 1 − α\n",
+         with probability ≥ 1 − {alpha}\n",
         "",
         grid.cells,
         grid.width,
@@ -38,6 +39,35 @@ fn quantile_line(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<S
         end(QuantileRole::Lower, ends[1], grid.low),
         end(QuantileRole::Upper, ends[2], grid.high),
     ))
+}
+
+/// The α aggregate `a`'s interval is at: α, or α/j when a combined column
+/// of j aggregates uses it.
+fn alpha_of(query: &MeasuredQuery, a: usize) -> String {
+    match query.interval_divisor(a) {
+        1 => "α".to_string(),
+        j => format!("α/{j}"),
+    }
+}
+
+/// What each combined column computes, and its interval's level.
+fn combined_lines(query: &MeasuredQuery) -> String {
+    let names: Vec<String> = query.aggregates.iter().map(|a| a.name.clone()).collect();
+    let mut text = String::new();
+    for (name, output) in &query.outputs {
+        let crate::measured::OutputColumn::Combined(c) = output else {
+            continue;
+        };
+        let combination = &query.combinations[*c];
+        let j = combination.aggregates().len();
+        text.push_str(&format!(
+            "  {name:<24} = {}: arithmetic on the released values, which costs nothing more; \
+             its {j} aggregate(s) each have their interval at 1 − α/{j}, so that the interval \
+             computed from theirs by interval arithmetic holds with probability ≥ 1 − α\n",
+            combination.describe(&names)
+        ));
+    }
+    text
 }
 
 /// How a composite aggregate is formed from its measurements, its expected
@@ -63,7 +93,7 @@ fn composite(query: &MeasuredQuery, noise: &NoisePlan, a: usize) -> Option<Strin
         .iter()
         .map(|&m| format!("{:.4}", noise.noises[m].epsilon))
         .collect();
-    let parts = query.measurement_of[a].len();
+    let parts = query.measurement_of[a].len() * query.interval_divisor(a);
     let numerator = crate::composite_error(query, noise, a);
     let per_root = if matches!(
         query.aggregates[a].kind,
@@ -117,12 +147,19 @@ pub fn explanation(query: &MeasuredQuery, noise: &NoisePlan, settings: &ReleaseS
             text.push_str(&line);
         }
     }
+    text.push_str(&combined_lines(query));
+    let combined: std::collections::BTreeSet<usize> = query
+        .combinations
+        .iter()
+        .flat_map(crate::combined::Combination::aggregates)
+        .collect();
     let hidden: Vec<&str> = (0..query.aggregates.len())
         .filter(|a| {
-            !query
-                .outputs
-                .iter()
-                .any(|(_, o)| *o == crate::measured::OutputColumn::Aggregate(*a))
+            !combined.contains(a)
+                && !query
+                    .outputs
+                    .iter()
+                    .any(|(_, o)| *o == crate::measured::OutputColumn::Aggregate(*a))
         })
         .map(|a| query.aggregates[a].name.as_str())
         .collect();
@@ -186,11 +223,20 @@ fn privacy_argument(query: &MeasuredQuery, noise: &NoisePlan) -> String {
             "one person added, removed or replaced by another"
         }
     };
-    let mut text = format!(
-        "Privacy: ε holds for neighbouring tables that differ in {neighbours}; each person has \
-         at most {} row(s), capped on the table scan.\n",
-        query.rows_per_person
-    );
+    let rows = match query.joins.is_empty() {
+        true => format!(
+            "each person has at most {} row(s), capped on the table scan",
+            query.rows_per_person
+        ),
+        false => format!(
+            "each person has at most {} row(s) after the joins ({}), capped on the table scan \
+             before them",
+            query.rows_per_person,
+            query.joins.join("; ")
+        ),
+    };
+    let mut text =
+        format!("Privacy: ε holds for neighbouring tables that differ in {neighbours}; {rows}.\n");
     for (index, planned) in noise.noises.iter().enumerate() {
         text.push_str(&format!(
             "  measurement {index}: {} at ε = {:.6}, Δ = {}: {}\n",

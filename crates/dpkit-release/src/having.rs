@@ -16,6 +16,8 @@ pub enum Term {
     Number(f64),
     /// A text written in the query.
     Text(String),
+    /// Arithmetic over released aggregates.
+    Combined(crate::combined::Combination),
 }
 
 /// How two terms are compared.
@@ -166,6 +168,7 @@ fn value<'a>(term: &'a Term, key: &'a [String], values: &[f64]) -> Option<Value<
         Term::Aggregate(a) => Value::Number(*values.get(*a)?),
         Term::Number(x) => Value::Number(*x),
         Term::Text(t) => Value::Text(t),
+        Term::Combined(c) => Value::Number(c.value(values)),
     })
 }
 
@@ -189,6 +192,7 @@ fn term_name(term: &Term, (groups, aggregates): &Names<'_>) -> String {
         Term::Aggregate(a) => aggregates.get(*a).cloned().unwrap_or_default(),
         Term::Number(x) => x.to_string(),
         Term::Text(t) => format!("'{}'", t.replace('\'', "''")),
+        Term::Combined(c) => c.describe(aggregates),
     }
 }
 

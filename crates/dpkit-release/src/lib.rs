@@ -35,6 +35,8 @@
 //!     order_by: vec![],
 //!     limit: None,
 //!     rows_per_person: 1,
+//!     joins: Vec::new(),
+//!     combinations: Vec::new(),
 //!     neighbouring: Neighbouring::AddRemove,
 //!     count_ceiling: None,
 //!     notes: vec![],
@@ -47,6 +49,7 @@
 //! ```
 
 mod answer;
+pub mod combined;
 pub mod error;
 mod explain;
 mod grid;

@@ -233,6 +233,8 @@ pub enum OutputColumn {
     Group(usize),
     /// Aggregate number i.
     Aggregate(usize),
+    /// Combination number i: arithmetic over released aggregates.
+    Combined(usize),
 }
 
 /// What a private query measures and how its answer is built from the
@@ -248,6 +250,9 @@ pub struct MeasuredQuery {
     pub aggregates: Vec<AggregateRequest>,
     /// The answer's columns, in SELECT order.
     pub outputs: Vec<(String, OutputColumn)>,
+    /// Arithmetic over released aggregates that the answer shows
+    /// ([`OutputColumn::Combined`]).
+    pub combinations: Vec<crate::combined::Combination>,
     /// Measurements, in the rewritten plan's column order after the keys;
     /// `measurement_of[i]` lists aggregate i's measurements.
     pub measurements: Vec<Measurement>,
@@ -264,8 +269,11 @@ pub struct MeasuredQuery {
     pub order_by: Vec<(usize, bool)>,
     /// LIMIT on the answer.
     pub limit: Option<usize>,
-    /// Rows per person.
+    /// Rows per person, after any joins with public tables.
     pub rows_per_person: u64,
+    /// What each join with a public table does to a row of the private
+    /// table, which `rows_per_person` accounts for (`--explain` says it).
+    pub joins: Vec<String>,
     /// Which neighbouring tables the ε holds for.
     pub neighbouring: dpkit_core::sensitivity::Neighbouring,
     /// A public upper bound on any count (the declared number of people).
@@ -308,6 +316,21 @@ impl AggregateKind {
 }
 
 impl MeasuredQuery {
+    /// How many ways aggregate `a`'s interval level is split: an aggregate
+    /// used by a combination of `j` aggregates has its interval at level
+    /// 1 − α/j, so that the combination's holds at 1 − α (see
+    /// [`crate::combined`]); one used by several takes the largest `j`.
+    pub fn interval_divisor(&self, a: usize) -> usize {
+        self.combinations
+            .iter()
+            .map(crate::combined::Combination::aggregates)
+            .filter(|used| used.contains(&a))
+            .map(|used| used.len())
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
     /// What its measurement `m` measures, as `--explain` prints it.
     pub fn measurement_label(&self, m: usize) -> Option<String> {
         let (a, position) = self.measurement_of.iter().enumerate().find_map(|(a, ms)| {

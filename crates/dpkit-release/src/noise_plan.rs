@@ -507,10 +507,17 @@ pub fn plan_noise(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<N
     };
     let units = release_units(query);
     let mut noises: Vec<Option<PlannedNoise>> = vec![None; query.measurements.len()];
-    for (unit, unit_epsilon) in units.iter().zip(split::evenly(epsilon, units.len())?) {
+    let parts = split::evenly(epsilon, units.len())?;
+    for (index, (unit, unit_epsilon)) in units.iter().zip(parts).enumerate() {
         // Several measurements: each interval at α/parts, so that all hold
-        // together with probability ≥ 1 − α (a union bound).
-        let level = alpha / unit.measurements.len() as f64;
+        // together with probability ≥ 1 − α (a union bound); an aggregate
+        // in a combination of j aggregates splits α by j first. Units
+        // after the aggregates' (the threshold's) split nothing more.
+        let divisor = match index < query.aggregates.len() {
+            true => query.interval_divisor(index),
+            false => 1,
+        };
+        let level = alpha / (unit.measurements.len() * divisor) as f64;
         let shares = planner.shares(unit, unit_epsilon)?;
         for (&m, share) in unit.measurements.iter().zip(shares) {
             let noise = planner.best(m, share, level);

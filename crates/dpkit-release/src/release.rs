@@ -232,6 +232,7 @@ pub fn release<R: CryptoRng + ?Sized>(
             .map(|(_, output)| match *output {
                 OutputColumn::Group(g) => Cell::Key(key[g].clone()),
                 OutputColumn::Aggregate(a) => cells[a].clone(),
+                OutputColumn::Combined(c) => query.combinations[c].cell(&cells),
             })
             .collect();
         rows.push(row);
@@ -254,7 +255,7 @@ pub fn release<R: CryptoRng + ?Sized>(
         released: query
             .outputs
             .iter()
-            .map(|(_, o)| matches!(o, OutputColumn::Aggregate(_)))
+            .map(|(_, o)| matches!(o, OutputColumn::Aggregate(_) | OutputColumn::Combined(_)))
             .collect(),
         rows,
         confidence,
@@ -340,6 +341,8 @@ mod tests {
             order_by: vec![],
             limit: None,
             rows_per_person: 1,
+            joins: Vec::new(),
+            combinations: Vec::new(),
             neighbouring: dpkit_core::sensitivity::Neighbouring::AddRemove,
             count_ceiling: None,
             notes: vec![],

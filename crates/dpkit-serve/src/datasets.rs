@@ -30,6 +30,9 @@ pub struct PublicDescription {
     pub rows_per_person: u64,
     /// The columns that can be grouped by, summed or filtered on.
     pub columns: Vec<PublicColumn>,
+    /// Public lookup tables queries may join with the table (their rows
+    /// are public; a join's cost is in its privacy map, see `--explain`).
+    pub public_tables: Vec<String>,
 }
 
 /// What is public about a column.
@@ -69,6 +72,7 @@ impl PublicDescription {
                     domain: facts.domain.clone(),
                 })
                 .collect(),
+            public_tables: description.public.keys().cloned().collect(),
         }
     }
 }

@@ -53,7 +53,9 @@ function showSchema() {
   body.replaceChildren();
   if (!dataset) return;
   $("people").textContent = (dataset.people ? dataset.people + " people · " : "") +
-    "one person adds at most " + dataset.rows_per_person + " row(s)";
+    "one person adds at most " + dataset.rows_per_person + " row(s)" +
+    (dataset.public_tables.length ? " · public tables to join: " +
+      dataset.public_tables.join(", ") : "");
   for (const column of dataset.columns) {
     const row = element("tr");
     row.append(element("td", column.name), element("td", column.type),

@@ -2,8 +2,10 @@
 
 pub mod global;
 pub mod grouped;
+pub mod joins;
 pub mod sampling;
 
 pub use global::{Neighbouring, Sensitivity};
 pub use grouped::{Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate};
+pub use joins::{PublicJoin, rows_after_public_join};
 pub use sampling::{GaussianMixture, Norm, SampledSensitivity, sample_sensitivity};

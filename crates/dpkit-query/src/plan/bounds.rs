@@ -42,8 +42,8 @@ impl Range {
 pub(super) fn range_of(expr: &Expr, lineage: &Lineage<'_>) -> Result<Option<Range>, ()> {
     match unalias(expr) {
         Expr::Column(column) => match lineage.origin(column).ok_or(())? {
-            Origin::Table(name) => {
-                let facts = lineage.description.column(&name).ok_or(())?;
+            Origin::Table(_) | Origin::Public(..) => {
+                let facts = lineage.facts(column).ok_or(())?;
                 let (low, high) = facts.bounds.ok_or(())?;
                 let integer =
                     facts.kind == ColumnKind::Integer && low.fract() == 0.0 && high.fract() == 0.0;

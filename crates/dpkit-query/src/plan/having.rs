@@ -9,12 +9,12 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, Between, BinaryExpr, Expr, Operator};
 use dpkit_release::having::{Comparison, Condition, Term};
 
-use super::{not_private, sql_error, text_of, unalias};
+use super::{OutputColumn, arithmetic, not_private, output_of, text_of, unalias};
 use crate::error::Result;
 
-const WHAT_HAVING_TAKES: &str = "HAVING compares aggregates, GROUP BY keys and literals (=, <>, \
-     <, <=, >, >=, BETWEEN) combined by AND, OR and NOT, on the released values, without CAST; \
-     compute anything else from the answer, which costs nothing more";
+const WHAT_HAVING_TAKES: &str = "HAVING compares aggregates (and arithmetic over them), GROUP BY \
+     keys and literals (=, <>, <, <=, >, >=, BETWEEN) combined by AND, OR and NOT, on the \
+     released values; compute anything else from the answer, which costs nothing more";
 
 /// The condition `predicate` (over `aggregate`'s output) sets.
 pub(super) fn plan(predicate: &Expr, aggregate: &Aggregate) -> Result<Condition> {
@@ -72,7 +72,7 @@ fn comparison(op: Operator) -> Result<Comparison> {
 /// Whether a term is a number (an aggregate, a number, a numeric key).
 fn numeric(term: &Term, aggregate: &Aggregate) -> bool {
     match term {
-        Term::Aggregate(_) | Term::Number(_) => true,
+        Term::Aggregate(_) | Term::Number(_) | Term::Combined(_) => true,
         Term::Text(_) => false,
         Term::Group(g) => aggregate.schema.field(*g).data_type().is_numeric(),
     }
@@ -92,24 +92,23 @@ fn compared(left: Term, op: Comparison, right: Term, aggregate: &Aggregate) -> R
     Ok(Condition::Compare(left, op, right))
 }
 
-/// A column of the aggregate's output (a key or an aggregate), or a
-/// literal. A CAST is refused: the comparison reads released values as they
-/// are, and would not round or truncate as the cast does.
+/// A column of the aggregate's output (a key or an aggregate), a literal,
+/// or arithmetic over aggregates. A CAST of a key, or to an integer, is
+/// refused: the comparison reads released values as they are, and would
+/// not round or truncate as the cast does.
 fn term(expr: &Expr, aggregate: &Aggregate) -> Result<Term> {
     match unalias(expr) {
-        Expr::Column(column) => {
-            let position = aggregate
-                .schema
-                .index_of_column(column)
-                .map_err(sql_error)?;
-            let keys = aggregate.group_expr.len();
-            Ok(if position < keys {
-                Term::Group(position)
-            } else {
-                Term::Aggregate(position - keys)
-            })
-        }
+        Expr::Column(column) => match output_of(aggregate, column)? {
+            OutputColumn::Group(g) => Ok(Term::Group(g)),
+            OutputColumn::Aggregate(a) => Ok(Term::Aggregate(a)),
+            OutputColumn::Combined(_) => Err(not_private(WHAT_HAVING_TAKES)),
+        },
         Expr::Literal(value, _) => literal(value),
+        Expr::BinaryExpr(_) | Expr::Negative(_) | Expr::Cast(_) | Expr::TryCast(_) => {
+            arithmetic::combined(expr, aggregate)
+                .map(Term::Combined)
+                .map_err(|_| not_private(WHAT_HAVING_TAKES))
+        }
         _ => Err(not_private(WHAT_HAVING_TAKES)),
     }
 }

@@ -1,102 +1,94 @@
-//! What is below the aggregate: one scan of the table, with filters and
-//! subqueries whose every expression is rewritten into total form.
+//! What is below the aggregate: one scan of the private table, joined
+//! with public tables, with filters and subqueries whose every expression
+//! is rewritten into total form.
 
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 
+use super::reach::{Reach, Reads, Rewritten, Scope, merge_size};
 use super::{not_private, sql_error};
 use crate::error::{QueryError, Result};
-use dpkit_total::{Size, Sizes, Totaliser, check_work};
+use dpkit_total::{Sizes, Totaliser};
 
-/// `plan` rebuilt with total expressions, or a refusal. Only scans of
-/// `table` (the typed, capped view), filters, projections and aliases are
-/// accepted. The planner inlines the view: it arrives as `view` under the
-/// alias `table`, and is kept as it is.
-/// Also returns the [`Sizes`] of its output columns (`base` gives the
-/// table's own), and the work per row of its filters.
-pub(super) fn rewrite(
-    plan: &LogicalPlan,
-    table: &str,
-    view: &LogicalPlan,
-    base: &Sizes,
-) -> Result<(LogicalPlan, Sizes, u64)> {
+/// `plan` rebuilt with total expressions, or a refusal. Only the private
+/// table's view (inlined by the planner under the alias `table`), public
+/// tables, joins of the two (see `joins`), filters, projections and
+/// aliases are accepted.
+pub(super) fn rewrite(plan: &LogicalPlan, scope: &mut Scope<'_, '_>) -> Result<Rewritten> {
     match plan {
         LogicalPlan::SubqueryAlias(alias)
-            if alias.alias.table() == table && alias.input.as_ref() == view =>
+            if alias.alias.table() == scope.table && alias.input.as_ref() == scope.view =>
         {
-            Ok((plan.clone(), base.clone(), 0))
+            Ok(private(plan, scope))
         }
         LogicalPlan::TableScan(scan) => {
-            if scan.table_name.table() != table {
-                return Err(QueryError::Sql(format!(
-                    "unknown table '{}'",
-                    scan.table_name
-                )));
-            }
             if !scan.filters.is_empty() || scan.fetch.is_some() {
                 return Err(not_private(
                     "the table scan carries filters dpkit did not check",
                 ));
             }
-            Ok((plan.clone(), base.clone(), 0))
+            let name = scan.table_name.table();
+            if name == scope.table {
+                return Ok(private(plan, scope));
+            }
+            let Some(public) = scope.public.get(name) else {
+                return Err(QueryError::Sql(format!(
+                    "unknown table '{}'",
+                    scan.table_name
+                )));
+            };
+            Ok(Rewritten {
+                plan: plan.clone(),
+                sizes: public.sizes.clone(),
+                work: 0,
+                reads: Reads::Public,
+            })
         }
         LogicalPlan::Filter(filter) => {
-            let (input, sizes, work) = rewrite(&filter.input, table, view, base)?;
-            let mut totaliser = Totaliser::new(input.schema(), &sizes);
+            let below = rewrite(&filter.input, scope)?;
+            let mut totaliser = Totaliser::new(below.plan.schema(), &below.sizes);
             let predicate = totaliser.predicate(&filter.predicate)?;
-            let work = work.saturating_add(totaliser.work());
-            check_work(work)?;
-            let plan = LogicalPlanBuilder::from(input)
+            let work = below.above(totaliser.work())?;
+            let plan = LogicalPlanBuilder::from(below.plan)
                 .filter(predicate)
                 .and_then(LogicalPlanBuilder::build)
                 .map_err(sql_error)?;
-            Ok((plan, sizes, work))
+            Ok(Rewritten {
+                plan,
+                work,
+                ..below
+            })
         }
         LogicalPlan::Projection(projection) => {
-            let (input, sizes, work) = rewrite(&projection.input, table, view, base)?;
-            let mut totaliser = Totaliser::new(input.schema(), &sizes);
-            let mut exprs = Vec::with_capacity(projection.expr.len());
-            let mut computed = Sizes::new();
-            for (index, expr) in projection.expr.iter().enumerate() {
-                let (qualifier, field) = projection.schema.qualified_field(index);
-                let (total, size) = totaliser.total_with_size(expr)?;
-                let total = total.expr;
-                // Two columns of one name: the larger of each measure.
-                let merged = match computed.get(field.name()) {
-                    Some(known) => Size {
-                        nodes: known.nodes.max(size.nodes),
-                        depth: known.depth.max(size.depth),
-                        bytes: known.bytes.max(size.bytes),
-                        work: known.work.max(size.work),
-                    },
-                    None => size,
-                };
-                computed.insert(field.name().clone(), merged);
-                exprs.push(match &total {
-                    Expr::Column(c)
-                        if c.relation.as_ref() == qualifier && &c.name == field.name() =>
-                    {
-                        total
-                    }
-                    _ => total
-                        .unalias()
-                        .alias_qualified(qualifier.cloned(), field.name()),
-                });
-            }
-            let plan = LogicalPlanBuilder::from(input)
+            let below = rewrite(&projection.input, scope)?;
+            // Its columns' work is charged where they are used (their
+            // sizes carry it), as DataFusion inlines them there.
+            let (exprs, sizes) = projected(projection, &below)?;
+            let work = below.work;
+            let plan = LogicalPlanBuilder::from(below.plan)
                 .project(exprs)
                 .and_then(LogicalPlanBuilder::build)
                 .map_err(sql_error)?;
-            Ok((plan, computed, work))
+            Ok(Rewritten {
+                plan,
+                sizes,
+                work,
+                reads: below.reads,
+            })
         }
         LogicalPlan::SubqueryAlias(alias) => {
-            let (input, sizes, work) = rewrite(&alias.input, table, view, base)?;
-            let plan = LogicalPlanBuilder::from(input)
+            let below = rewrite(&alias.input, scope)?;
+            let plan = LogicalPlanBuilder::from(below.plan)
                 .alias(alias.alias.clone())
                 .and_then(LogicalPlanBuilder::build)
                 .map_err(sql_error)?;
-            Ok((plan, sizes, work))
+            Ok(Rewritten { plan, ..below })
         }
-        LogicalPlan::Join(_) => Err(not_private("joins are not supported")),
+        LogicalPlan::Join(join) => {
+            let join = super::joins::equalities_as_keys(join)?;
+            let left = rewrite(&join.left, scope)?;
+            let right = rewrite(&join.right, scope)?;
+            super::joins::joined(&join, (left, right), scope)
+        }
         LogicalPlan::Union(_) => Err(not_private("UNION is not supported")),
         LogicalPlan::Window(_) => Err(not_private("window functions are not supported")),
         LogicalPlan::Aggregate(_) | LogicalPlan::Distinct(_) => Err(not_private(
@@ -109,6 +101,43 @@ pub(super) fn rewrite(
             "subqueries and table functions are not supported",
         )),
     }
+}
+
+/// The private table's view (or scan), as it is.
+fn private(plan: &LogicalPlan, scope: &Scope<'_, '_>) -> Rewritten {
+    Rewritten {
+        plan: plan.clone(),
+        sizes: scope.base.clone(),
+        work: 0,
+        reads: Reads::Private(Reach {
+            rows_per_person: scope.rows_per_person,
+            fanout: 1,
+            joins: Vec::new(),
+        }),
+    }
+}
+
+/// A projection's total expressions and their sizes.
+fn projected(
+    projection: &datafusion::logical_expr::Projection,
+    below: &Rewritten,
+) -> Result<(Vec<Expr>, Sizes)> {
+    let mut totaliser = Totaliser::new(below.plan.schema(), &below.sizes);
+    let mut exprs = Vec::with_capacity(projection.expr.len());
+    let mut computed = Sizes::new();
+    for (index, expr) in projection.expr.iter().enumerate() {
+        let (qualifier, field) = projection.schema.qualified_field(index);
+        let (total, size) = totaliser.total_with_size(expr)?;
+        let total = total.expr;
+        merge_size(&mut computed, field.name(), size);
+        exprs.push(match &total {
+            Expr::Column(c) if c.relation.as_ref() == qualifier && &c.name == field.name() => total,
+            _ => total
+                .unalias()
+                .alias_qualified(qualifier.cloned(), field.name()),
+        });
+    }
+    Ok((exprs, computed))
 }
 
 /// Whether `plan` reads the table's own columns: scans of it, or filters

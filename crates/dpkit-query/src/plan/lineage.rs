@@ -9,16 +9,19 @@
 //! sum of a "whole-number" column was then rounded as a total, which one
 //! person could move by more than its bound.
 
-use datafusion::common::Column;
+use datafusion::common::{Column, JoinType};
 use datafusion::logical_expr::{Expr, LogicalPlan};
 
 use super::unalias;
 use crate::description::{ColumnFacts, Description};
+use crate::public_table::PublicTables;
 
 /// A column's origin.
 pub(super) enum Origin<'a> {
     /// The table's own column of this name.
     Table(String),
+    /// A public table's column: (table, column).
+    Public(String, String),
     /// An expression a subquery computes, over the plan below it.
     Computed(&'a Expr, &'a LogicalPlan),
 }
@@ -34,6 +37,8 @@ pub(super) struct Lineage<'a> {
     pub(super) view: &'a LogicalPlan,
     /// The description, whose facts the table's own columns carry.
     pub(super) description: &'a Description,
+    /// The public tables, whose columns carry the facts read from them.
+    pub(super) public: &'a PublicTables,
 }
 
 impl<'a> Lineage<'a> {
@@ -52,9 +57,14 @@ impl<'a> Lineage<'a> {
         origin(self.plan, column, self.table, self.view)
     }
 
-    /// The description's facts of `column`, if it is the table's own.
+    /// The facts of `column`: the description's, if it is the table's own,
+    /// or a public table's, if it is one of its columns.
     pub(super) fn facts(&self, column: &Column) -> Option<&'a ColumnFacts> {
-        self.table_column(column).map(|(_, facts)| facts)
+        match self.origin(column)? {
+            Origin::Table(name) => self.description.column(&name),
+            Origin::Public(table, name) => self.public.get(&table)?.columns.get(&name),
+            Origin::Computed(..) => None,
+        }
     }
 
     /// The table's column that `column` is, by its name in the table, with
@@ -62,7 +72,7 @@ impl<'a> Lineage<'a> {
     pub(super) fn table_column(&self, column: &Column) -> Option<(String, &'a ColumnFacts)> {
         match self.origin(column)? {
             Origin::Table(name) => self.description.column(&name).map(|facts| (name, facts)),
-            Origin::Computed(..) => None,
+            Origin::Public(..) | Origin::Computed(..) => None,
         }
     }
 
@@ -88,6 +98,23 @@ fn origin<'a>(
         plan if is_view(plan, table, view) => Some(Origin::Table(column.name.clone())),
         LogicalPlan::TableScan(scan) if scan.table_name.table() == table => {
             Some(Origin::Table(column.name.clone()))
+        }
+        LogicalPlan::TableScan(scan) => Some(Origin::Public(
+            scan.table_name.table().to_string(),
+            column.name.clone(),
+        )),
+        LogicalPlan::Join(join) => {
+            let index = join.schema.index_of_column(column).ok()?;
+            let left = join.left.schema().fields().len();
+            // A semi- or anti-join's output is one side's columns.
+            let (side, index) = match (join.join_type, index.checked_sub(left)) {
+                (JoinType::RightSemi | JoinType::RightAnti, _) => (&join.right, index),
+                (JoinType::LeftSemi | JoinType::LeftAnti, _) | (_, None) => (&join.left, index),
+                (_, Some(right)) => (&join.right, right),
+            };
+            let (qualifier, field) = side.schema().qualified_field(index);
+            let inner = Column::new(qualifier.cloned(), field.name());
+            origin(side, &inner, table, view)
         }
         LogicalPlan::Filter(filter) => origin(&filter.input, column, table, view),
         LogicalPlan::SubqueryAlias(alias) => {

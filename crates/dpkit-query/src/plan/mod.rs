@@ -14,10 +14,12 @@
 //! outside a public domain).
 
 mod aggregates;
+mod arithmetic;
 mod bounds;
 mod grid;
 mod having;
 mod input;
+mod joins;
 mod keys;
 mod lineage;
 mod measuring;
@@ -25,6 +27,7 @@ mod moments;
 mod notes;
 mod outputs;
 mod quantiles;
+mod reach;
 
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, LogicalPlanBuilder, SortExpr};
@@ -35,7 +38,9 @@ use dpkit_release::{
 
 use crate::description::Description;
 use crate::error::{QueryError, Result};
+use crate::public_table::PublicTables;
 use dpkit_total::{Size, Sizes};
+pub(crate) use reach::MatchesOf;
 
 /// A query dpkit can answer privately: what it measures, and how the
 /// measurements are computed.
@@ -149,6 +154,20 @@ fn sql_error(error: impl std::fmt::Display) -> QueryError {
     QueryError::Sql(error.to_string())
 }
 
+/// Which column of `aggregate`'s output `column` is: a GROUP BY key or an
+/// aggregate, each by its number.
+fn output_of(aggregate: &Aggregate, column: &datafusion::common::Column) -> Result<OutputColumn> {
+    let position = aggregate
+        .schema
+        .index_of_column(column)
+        .map_err(sql_error)?;
+    let keys = aggregate.group_expr.len();
+    Ok(match position.checked_sub(keys) {
+        None => OutputColumn::Group(position),
+        Some(a) => OutputColumn::Aggregate(a),
+    })
+}
+
 /// Strips aliases.
 fn unalias(expr: &Expr) -> &Expr {
     match expr {
@@ -237,20 +256,53 @@ fn has_aggregate_below(plan: &LogicalPlan) -> bool {
 /// column (its name and bounds), giving the public domain of its bins.
 pub(crate) type DomainOf<'a> = dyn FnMut(&Expr, &str, (i64, i64)) -> Result<Vec<String>> + 'a;
 
-/// Plans `sql` privately against `description`; `domain_of` evaluates a
-/// GROUP BY expression over every value of one bounded integer column.
+/// What the planner reads: the description, the private table's view,
+/// the public tables, and the engine's evaluators of public facts.
+pub(crate) struct Sources<'a, 'b> {
+    /// The description.
+    pub(crate) description: &'a Description,
+    /// The typed, capped view of the private table.
+    pub(crate) view: &'a LogicalPlan,
+    /// The public tables' facts.
+    pub(crate) public: &'a PublicTables,
+    /// Evaluates a GROUP BY expression over every value of one bounded
+    /// integer column.
+    pub(crate) domain_of: &'a mut DomainOf<'b>,
+    /// Counts the most rows of a public plan that share one key.
+    pub(crate) matches_of: &'a mut MatchesOf<'b>,
+}
+
+/// Plans `sql` privately against the `sources`.
 pub(crate) fn plan_private(
     sql: &str,
     logical: &LogicalPlan,
-    description: &Description,
-    view: &LogicalPlan,
-    domain_of: &mut DomainOf<'_>,
+    sources: Sources<'_, '_>,
 ) -> Result<PrivateQuery> {
+    let Sources {
+        description,
+        view,
+        public,
+        domain_of,
+        matches_of,
+    } = sources;
     let shape = peel(logical)?;
     let aggregate = shape.aggregate;
     let base = base_sizes(view, description);
-    let (input, sizes, filter_work) =
-        input::rewrite(&aggregate.input, &description.table, view, &base)?;
+    let mut scope = reach::Scope {
+        table: &description.table,
+        view,
+        base: &base,
+        rows_per_person: description.privacy_unit.rows_per_person(),
+        public,
+        matches_of,
+    };
+    let rewritten = input::rewrite(&aggregate.input, &mut scope)?;
+    let reach::Reads::Private(reach) = &rewritten.reads else {
+        return Err(not_private(
+            "the query reads only public tables: they are public, query them directly",
+        ));
+    };
+    let (input, sizes, filter_work) = (rewritten.plan.clone(), &rewritten.sizes, rewritten.work);
     #[cfg(feature = "planted-holes")]
     let input = planted_cap_after_from(input, description)?;
     let reads_table = input::reads_table_directly(&aggregate.input, &description.table, view);
@@ -259,17 +311,20 @@ pub(crate) fn plan_private(
         table: &description.table,
         view,
         description,
+        public,
     };
-    let keys = keys::plan(aggregate, input.schema(), &sizes, &lineage, domain_of)?;
-    let mut measured = aggregates::plan(aggregate, input.schema(), &sizes, &lineage, reads_table)?;
-    dpkit_total::check_work(
-        filter_work
-            .saturating_add(keys.work)
-            .saturating_add(measured.work),
-    )?;
+    let keys = keys::plan(aggregate, input.schema(), sizes, &lineage, domain_of)?;
+    let mut measured = aggregates::plan(aggregate, input.schema(), sizes, &lineage, reads_table)?;
+    // The keys and aggregates run on each of the (at most `fanout`) rows
+    // one private row became.
+    let aggregated = reach
+        .fanout
+        .saturating_mul(keys.work.saturating_add(measured.work));
+    dpkit_total::check_work(filter_work.saturating_add(aggregated))?;
     let threshold_measurement =
         (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
-    let (outputs, order_by) = outputs::plan(&shape, aggregate, &mut measured.aggregates)?;
+    let (outputs, order_by, combinations) =
+        outputs::plan(&shape, aggregate, &mut measured.aggregates)?;
     let having = shape
         .having
         .map(|predicate| having::plan(predicate, aggregate))
@@ -278,12 +333,13 @@ pub(crate) fn plan_private(
         .aggregate(keys.exprs, measured.exprs)
         .and_then(LogicalPlanBuilder::build)
         .map_err(sql_error)?;
-    let rows_per_person = description.privacy_unit.rows_per_person();
+    let rows_per_person = reach.rows_per_person;
     let measured = MeasuredQuery {
         sql: sql.to_string(),
         group_names: keys.names,
         aggregates: measured.aggregates,
         outputs,
+        combinations,
         measurements: measured.measurements,
         measurement_of: measured.measurement_of,
         threshold_measurement,
@@ -300,7 +356,9 @@ pub(crate) fn plan_private(
         notes: notes::notes(aggregate, &lineage)
             .into_iter()
             .chain(quantiles::extremes_note(aggregate))
+            .chain(joins::fanout_note(reach, description))
             .collect(),
+        joins: reach.joins.clone(),
     };
     Ok(PrivateQuery {
         measured,

@@ -2,12 +2,18 @@
 //! ORDER BY over them and LIMIT.
 
 use datafusion::logical_expr::{Aggregate, Expr};
+use dpkit_release::combined::Combination;
 
-use super::{AggregateRequest, OutputColumn, Shape, not_private, sql_error, unalias};
+use super::{AggregateRequest, OutputColumn, Shape, arithmetic, not_private, output_of, unalias};
 use crate::error::{QueryError, Result};
 
-/// The answer's columns and its ORDER BY (output index, ascending).
-pub(super) type Outputs = (Vec<(String, OutputColumn)>, Vec<(usize, bool)>);
+/// The answer's columns, its ORDER BY (output index, ascending) and the
+/// arithmetic its combined columns do.
+pub(super) type Outputs = (
+    Vec<(String, OutputColumn)>,
+    Vec<(usize, bool)>,
+    Vec<Combination>,
+);
 
 /// Plans the SELECT list and ORDER BY; aggregates take their shown names.
 pub(super) fn plan(
@@ -16,23 +22,18 @@ pub(super) fn plan(
     aggregates: &mut [AggregateRequest],
 ) -> Result<Outputs> {
     let mut outputs = Vec::new();
+    let mut combinations = Vec::new();
     for expr in shape.projection {
         let Expr::Column(column) = unalias(expr) else {
-            return Err(not_private(
-                "the SELECT list takes GROUP BY keys and aggregates, not expressions over them: \
-                 ask for each aggregate and combine the released values (a ratio of two, say), \
-                 which costs nothing more",
-            ));
+            let shown = match expr {
+                Expr::Alias(alias) => alias.name.clone(),
+                _ => expr.schema_name().to_string(),
+            };
+            combinations.push(arithmetic::combined(expr, aggregate)?);
+            outputs.push((shown, OutputColumn::Combined(combinations.len() - 1)));
+            continue;
         };
-        let position = aggregate
-            .schema
-            .index_of_column(column)
-            .map_err(sql_error)?;
-        let output = if position < aggregate.group_expr.len() {
-            OutputColumn::Group(position)
-        } else {
-            OutputColumn::Aggregate(position - aggregate.group_expr.len())
-        };
+        let output = output_of(aggregate, column)?;
         let shown = match expr {
             Expr::Alias(alias) => alias.name.clone(),
             _ => column.name.clone(),
@@ -54,7 +55,7 @@ pub(super) fn plan(
             .ok_or_else(|| not_private("ORDER BY must name columns of the answer"))?;
         order_by.push((position, sort.asc));
     }
-    Ok((outputs, order_by))
+    Ok((outputs, order_by, combinations))
 }
 
 /// Refuses a column that an aggregate's interval would overwrite in CSV and
@@ -62,7 +63,10 @@ pub(super) fn plan(
 /// n` would lose the keys). Free: the names are the query's own.
 fn no_clash(outputs: &[(String, OutputColumn)]) -> Result<()> {
     for (name, output) in outputs {
-        if !matches!(output, OutputColumn::Aggregate(_)) {
+        if !matches!(
+            output,
+            OutputColumn::Aggregate(_) | OutputColumn::Combined(_)
+        ) {
             continue;
         }
         let [low, high] = dpkit_release::interval_columns(name);

@@ -14,6 +14,15 @@ pub fn adult_description() -> Description {
     Description::load(&path).unwrap()
 }
 
+/// The bundled Adult description with its public lookup tables
+/// (`data/adult/public.toml` appended).
+pub fn adult_with_public_tables() -> Description {
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/adult");
+    let text = std::fs::read_to_string(folder.join("adult.toml")).unwrap()
+        + &std::fs::read_to_string(folder.join("public.toml")).unwrap();
+    Description::from_toml(&text, &folder).unwrap()
+}
+
 /// A released value's (value, low, high); panics on a key.
 pub fn value(cell: &Cell) -> (f64, f64, f64) {
     match cell {
@@ -45,10 +54,18 @@ pub struct Fixture {
 impl Fixture {
     /// Writes `data` to `file` and opens `description` (TOML naming `file`).
     pub fn new(name: &str, file: &str, data: &str, description: &str, budget: f64) -> Self {
+        Self::with_files(name, &[(file, data)], description, budget)
+    }
+
+    /// Writes each (file, data) and opens `description` (TOML naming them:
+    /// the private table's file and public tables' files).
+    pub fn with_files(name: &str, files: &[(&str, &str)], description: &str, budget: f64) -> Self {
         let folder =
             std::env::temp_dir().join(format!("dpkit-query-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&folder).unwrap();
-        std::fs::write(folder.join(file), data).unwrap();
+        for (file, data) in files {
+            std::fs::write(folder.join(file), data).unwrap();
+        }
         let description = Description::from_toml(description, &folder).unwrap();
         let engine = QueryEngine::open(description).unwrap();
         let ledger = Ledger::open(&folder.join("ledger.sqlite"), budget, 0.0).unwrap();

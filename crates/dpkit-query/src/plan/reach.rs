@@ -1,0 +1,92 @@
+//! What a rewritten plan below the aggregate reads, and how far one person
+//! reaches in it: the state `input` and `joins` share.
+
+use datafusion::logical_expr::{Expr, LogicalPlan};
+
+use crate::error::Result;
+use crate::public_table::PublicTables;
+use dpkit_total::{Size, Sizes, check_work};
+
+/// Counts, over a public plan, the most rows that share one value of the
+/// given key expressions (all its rows when there are none).
+pub(crate) type MatchesOf<'a> = dyn FnMut(LogicalPlan, Vec<Expr>) -> Result<u64> + 'a;
+
+/// What the rewrite reads, and how to count a public key's matches.
+pub(super) struct Scope<'a, 'b> {
+    /// The private table's name.
+    pub(super) table: &'a str,
+    /// Its typed, capped view, which the planner inlines under `table`.
+    pub(super) view: &'a LogicalPlan,
+    /// The sizes of the view's columns.
+    pub(super) base: &'a Sizes,
+    /// The rows one person holds in the view.
+    pub(super) rows_per_person: u64,
+    /// The public tables.
+    pub(super) public: &'a PublicTables,
+    /// Counts a public key's matches.
+    pub(super) matches_of: &'a mut MatchesOf<'b>,
+}
+
+/// A rewritten plan, its output columns' sizes, its work per row of the
+/// private table, and what it reads.
+pub(super) struct Rewritten {
+    pub(super) plan: LogicalPlan,
+    pub(super) sizes: Sizes,
+    pub(super) work: u64,
+    pub(super) reads: Reads,
+}
+
+/// Whether a plan reads the private table, and how far one person reaches
+/// in its output.
+#[derive(Debug, Clone)]
+pub(super) enum Reads {
+    /// Public tables only.
+    Public,
+    /// The private table.
+    Private(Reach),
+}
+
+/// How many output rows one person, and one row of the private table, can
+/// make, and the joins that multiplied them.
+#[derive(Debug, Clone)]
+pub(super) struct Reach {
+    /// Rows one person holds.
+    pub(super) rows_per_person: u64,
+    /// Rows one row of the private table becomes.
+    pub(super) fanout: u64,
+    /// What each join with a public table did, as `--explain` says it.
+    pub(super) joins: Vec<String>,
+}
+
+impl Rewritten {
+    /// The work per private row after a node costing `work` per row of this
+    /// plan's output: each private row is at most `fanout` of them.
+    pub(super) fn above(&self, work: u64) -> Result<u64> {
+        let work = self.work.saturating_add(self.fanout().saturating_mul(work));
+        check_work(work)?;
+        Ok(work)
+    }
+
+    /// Output rows per private row (1 for a public plan, whose work is public).
+    pub(super) fn fanout(&self) -> u64 {
+        match &self.reads {
+            Reads::Private(reach) => reach.fanout,
+            Reads::Public => 1,
+        }
+    }
+}
+
+/// Records `size` for the column `name`: two columns of one name get the
+/// larger of each measure.
+pub(super) fn merge_size(sizes: &mut Sizes, name: &str, size: Size) {
+    let merged = match sizes.get(name) {
+        Some(known) => Size {
+            nodes: known.nodes.max(size.nodes),
+            depth: known.depth.max(size.depth),
+            bytes: known.bytes.max(size.bytes),
+            work: known.work.max(size.work),
+        },
+        None => size,
+    };
+    sizes.insert(name.to_string(), merged);
+}

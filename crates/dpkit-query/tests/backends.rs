@@ -61,6 +61,8 @@ const SHARED: &[&str] = &[
      WHERE \"native-country\" IN ('Mexico', 'Canada') GROUP BY \"native-country\"",
     "SELECT sex, PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY \"hours-per-week\") AS p, \
      STDDEV_POP(\"capital-gain\") AS s FROM adult GROUP BY sex",
+    "SELECT race, COUNT(DISTINCT occupation) AS o, SUM(age) / COUNT(*) AS r FROM adult \
+     GROUP BY race",
 ];
 
 /// Arithmetic on real numbers: IEEE 754 on Spark, but PostgreSQL raises

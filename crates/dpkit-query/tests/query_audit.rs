@@ -131,6 +131,7 @@ fn counts_sums_averages_spreads_medians_and_domains_keep_their_epsilon() {
         ("SELECT AVG(age) FROM t", &first),
         ("SELECT STDDEV(age) FROM t", &first),
         ("SELECT MEDIAN(age) FROM t", &first),
+        ("SELECT COUNT(DISTINCT age) FROM t", &first),
         (
             "SELECT sex, COUNT(*) FROM t GROUP BY sex",
             &|t: &ReleasedTable| cell(t, &["M"], 1),
@@ -448,4 +449,23 @@ fn a_join_counts_every_row_a_key_meets_and_ignoring_repeats_is_caught() {
         "a join's repeated key ignored",
     );
     clear();
+}
+
+#[test]
+fn a_distinct_count_moves_by_a_persons_rows_and_keeps_its_epsilon() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // dan has two rows with two names no one else has: the distinct count
+    // of names moves by 2 (k = 2), as a count of rows would.
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 2";
+    let (a, b) = pair(
+        "audit-distinct",
+        BASE,
+        "4,90,dan,M,0\n4,91,dave,M,0\n",
+        unit,
+    );
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let sql = "SELECT COUNT(DISTINCT name) FROM t";
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    passes(run(&a.engine, &b.engine, sql, auto, &first), sql);
 }

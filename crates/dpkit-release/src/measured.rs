@@ -14,6 +14,9 @@ pub enum AggregateKind {
     CountColumn(String),
     /// `COUNT(DISTINCT id)` under the id privacy unit: the number of people.
     CountPeople,
+    /// `COUNT(DISTINCT expression)`: how many values, each row adding at
+    /// most one, so it moves as a count of rows does.
+    CountDistinct(String),
     /// `SUM(expression)` with the values clamped to public bounds.
     Sum {
         /// The summed column or expression.
@@ -291,6 +294,7 @@ impl AggregateKind {
             (AggregateKind::CountRows, _) => "count of rows".to_string(),
             (AggregateKind::CountColumn(c), _) => format!("count of {c}"),
             (AggregateKind::CountPeople, _) => "distinct people".to_string(),
+            (AggregateKind::CountDistinct(c), _) => format!("count of distinct {c}"),
             (AggregateKind::Sum { column, bounds, .. }, _) => {
                 format!(
                     "sum of {column} in [{}, {}]",

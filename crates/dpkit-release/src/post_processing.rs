@@ -19,7 +19,10 @@ pub(crate) fn aggregate_cell(
         plan.noises[m].expected_absolute_error,
     );
     match kind {
-        AggregateKind::CountRows | AggregateKind::CountColumn(_) | AggregateKind::CountPeople => {
+        AggregateKind::CountRows
+        | AggregateKind::CountColumn(_)
+        | AggregateKind::CountPeople
+        | AggregateKind::CountDistinct(_) => {
             // Rounding and clamping to [0, ceiling] only move the value towards
             // any count in that range, so the interval stays valid.
             let ceiling = count_ceiling.unwrap_or(f64::INFINITY);

@@ -50,6 +50,7 @@ pub fn widest_half_width(
             AggregateKind::CountRows
             | AggregateKind::CountColumn(_)
             | AggregateKind::CountPeople
+            | AggregateKind::CountDistinct(_)
             | AggregateKind::Sum { .. } => h(0),
             AggregateKind::Avg { bounds, centre, .. } => {
                 let r = reach(*bounds, *centre);

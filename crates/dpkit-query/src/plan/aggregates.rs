@@ -98,17 +98,16 @@ fn one(
     };
     let params = &function.params;
     if params.distinct {
-        if !context.reads_table {
-            return Err(not_private(
-                "COUNT(DISTINCT id) reads the table's own id: no subquery in FROM",
-            ));
-        }
-        return count_people(
-            &function.func.name().to_ascii_lowercase(),
-            &params.args,
-            description,
-            measured,
-        );
+        let function_name = function.func.name().to_ascii_lowercase();
+        return match (function_name.as_str(), params.args.as_slice()) {
+            ("count", [argument]) if context.reads_table && is_id(argument, description) => {
+                Ok(count_people(argument, measured))
+            }
+            ("count", [argument]) => count_values(argument, totaliser, measured),
+            _ => Err(not_private(
+                "the DISTINCT aggregate dpkit answers is COUNT(DISTINCT expression)",
+            )),
+        };
     }
     let function_name = function.func.name().to_ascii_lowercase();
     if params.filter.is_none()
@@ -212,28 +211,36 @@ fn sum(argument: Bounded, measured: &mut Measured) -> (AggregateKind, Vec<usize>
     (kind, vec![sum])
 }
 
-/// `COUNT(DISTINCT id)` under the id privacy unit: how many people.
-fn count_people(
-    function_name: &str,
-    args: &[Expr],
-    description: &Description,
+/// Whether `argument` is the id column of the id privacy unit.
+fn is_id(argument: &Expr, description: &Description) -> bool {
+    match &description.privacy_unit {
+        PrivacyUnit::Id { column, .. } => {
+            matches!(unalias(argument), Expr::Column(c) if &c.name == column)
+        }
+        PrivacyUnit::Row => false,
+    }
+}
+
+/// `COUNT(DISTINCT id)` under the id privacy unit, read from the table's
+/// own id: how many people (each moves each of their groups by 1).
+fn count_people(argument: &Expr, measured: &mut Measured) -> (AggregateKind, Vec<usize>) {
+    let m = measured.add(Measurement::People, count_distinct(argument.clone()));
+    (AggregateKind::CountPeople, vec![m])
+}
+
+/// `COUNT(DISTINCT expression)`: each row adds at most one value to its
+/// group's set, so a person's rows move the count as much as they move a
+/// count of rows, and it is measured as one (`Measurement::Count`). Each
+/// row's value is hashed into its group's set: text costs its bytes.
+fn count_values(
+    argument: &Expr,
+    totaliser: &mut Totaliser<'_>,
     measured: &mut Measured,
 ) -> Result<(AggregateKind, Vec<usize>)> {
-    let id = match &description.privacy_unit {
-        PrivacyUnit::Id { column, .. } => column,
-        PrivacyUnit::Row => {
-            return Err(not_private(
-                "DISTINCT aggregates are not supported (COUNT(DISTINCT id) needs the id privacy unit)",
-            ));
-        }
-    };
-    match (function_name, args) {
-        ("count", [argument]) if matches!(unalias(argument), Expr::Column(c) if &c.name == id) => {
-            let m = measured.add(Measurement::People, count_distinct(argument.clone()));
-            Ok((AggregateKind::CountPeople, vec![m]))
-        }
-        _ => Err(not_private(format!(
-            "the only DISTINCT aggregate is COUNT(DISTINCT {id}), the number of people"
-        ))),
+    let total = totaliser.total(argument)?;
+    if total.ty == Ty::Text {
+        totaliser.charge(total.bytes)?;
     }
+    let m = measured.add(Measurement::Count, count_distinct(total.expr));
+    Ok((AggregateKind::CountDistinct(shown(argument)), vec![m]))
 }

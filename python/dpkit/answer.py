@@ -11,6 +11,8 @@ given as a ``UserWarning``.
 from __future__ import annotations
 
 import json
+import math
+import sys
 import warnings
 
 import pandas as pd
@@ -38,6 +40,15 @@ class Answer(pd.DataFrame):
         return table.replace_schema_metadata(metadata)
 
 
+def _number(value) -> float:
+    """A released number; an unbounded end of an interval (sent as the largest double) as
+    an infinity."""
+    number = float(value)
+    if abs(number) >= sys.float_info.max:
+        return math.copysign(math.inf, number)
+    return number
+
+
 def to_answer(answer: dict) -> Answer:
     """A ``dpkit serve``-shaped answer (columns, rows, facts) as an :class:`Answer`."""
     columns: dict[str, list] = {}
@@ -61,7 +72,7 @@ def to_answer(answer: dict) -> Answer:
                              "is named <name>_low and <name>_high): rename one with AS")
         if values:
             for column, part in ((name, "value"), (f"{name}_low", "low"), (f"{name}_high", "high")):
-                columns[column] = pd.Series([float(cell[part]) for cell in cells], dtype="float64")
+                columns[column] = pd.Series([_number(cell[part]) for cell in cells], dtype="float64")
         else:
             columns[name] = cells
     frame = Answer(columns)

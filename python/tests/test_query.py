@@ -217,3 +217,28 @@ def test_notes_from_public_facts_come_as_warnings_and_in_attrs(description):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert dpkit.query(description, SEXES, epsilon=1.0).attrs["notes"] == []
+
+
+def test_joins_with_public_tables_and_ratios_come_back_as_columns(tmp_path):
+    """Adult with its public lookup tables: a join's groups are the public table's values, a
+    ratio of aggregates has its own interval, and an unbounded one is an infinity."""
+    text = (ADULT / "adult.toml").read_text() + (ADULT / "public.toml").read_text()
+    for name in ("adult.data.csv", "countries.csv", "education_levels.csv"):
+        text = text.replace(f'file = "{name}"', f'file = "{ADULT / name}"')
+    description = tmp_path / "adult.toml"
+    description.write_text(text)
+    answer = dpkit.query(
+        description,
+        "SELECT c.region, COUNT(*) AS n, SUM(a.age) / COUNT(*) AS mean_age, "
+        "COUNT(*) / COUNT(CASE WHEN a.age > 200 THEN 1 END) AS unbounded "
+        "FROM adult a JOIN countries c ON a.\"native-country\" = c.country "
+        "GROUP BY c.region ORDER BY c.region",
+        epsilon=5.0,
+    )
+    assert list(answer["region"]) == ["Asia", "Europe", "Latin America and Caribbean",
+                                      "North America"]
+    assert (answer["mean_age_low"] <= answer["mean_age"]).all()
+    assert (answer["mean_age"] <= answer["mean_age_high"]).all()
+    assert (answer["mean_age"].between(30, 50)).all()
+    assert (answer["unbounded_low"] == -float("inf")).all()
+    assert (answer["unbounded_high"] == float("inf")).all()

@@ -284,3 +284,59 @@ fn no_response_ever_quotes_a_data_value_or_returns_rows() {
     let answered = marker::attack(&server, &key);
     assert!(answered >= 4, "the legitimate queries were answered");
 }
+
+/// Adult with its public lookup tables, written beside the test's server
+/// with absolute paths to the bundled files.
+fn adult_with_public_tables(name: &str) -> std::path::PathBuf {
+    let data = adult_description().parent().unwrap().to_path_buf();
+    let mut text = std::fs::read_to_string(data.join("adult.toml")).unwrap()
+        + &std::fs::read_to_string(data.join("public.toml")).unwrap();
+    for file in ["adult.data.csv", "countries.csv", "education_levels.csv"] {
+        let path = data.join(file).display().to_string();
+        text = text.replace(&format!("file = \"{file}\""), &format!("file = {path:?}"));
+    }
+    let folder = support::fixture::folder(name);
+    let description = folder.join("adult.toml");
+    std::fs::write(&description, text).unwrap();
+    description
+}
+
+#[test]
+fn the_service_lists_public_tables_and_answers_joins_with_them() {
+    let description = adult_with_public_tables("public-tables-data");
+    let server = TestServer::start("public-tables", &[description], OPEN);
+    let ann = server.analyst("ann", &["adult"], 5.0, 0.0);
+    let datasets = request(server.address, "GET", "/v1/datasets", Some(&ann), None).json();
+    assert_eq!(
+        datasets["datasets"][0]["public_tables"],
+        serde_json::json!(["countries", "education_levels"])
+    );
+    let sql = "SELECT e.level, COUNT(*) AS n, SUM(a.age) / COUNT(*) AS mean_age FROM adult a \
+               JOIN education_levels e ON a.education = e.education GROUP BY e.level";
+    let answer = request(
+        server.address,
+        "POST",
+        "/v1/query",
+        Some(&ann),
+        Some(&query_body("adult", sql, 1.0)),
+    );
+    assert_eq!(answer.status, 200, "{:?}", answer.json());
+    let answer = answer.json();
+    let levels: Vec<&str> = answer["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row[0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        levels,
+        [
+            "bachelors",
+            "graduate",
+            "post-secondary",
+            "primary",
+            "secondary"
+        ]
+    );
+    assert_eq!(answer["released"], serde_json::json!([false, true, true]));
+}

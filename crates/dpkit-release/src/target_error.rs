@@ -106,6 +106,13 @@ pub fn smallest_epsilon(
     settings: &ReleaseSettings,
     target: TargetError,
 ) -> Result<(f64, NoisePlan)> {
+    if !query.combinations.is_empty() {
+        return Err(ReleaseError::NotPrivate(
+            "--target-error does not cover arithmetic over aggregates yet: ask for the \
+             aggregates themselves, or choose ε with --epsilon and read the interval"
+                .into(),
+        ));
+    }
     if !(target.half_width > 0.0 && target.half_width.is_finite()) {
         return Err(ReleaseError::NotPrivate(
             "the target error must be a positive number".into(),

@@ -31,6 +31,8 @@ async function api(method, path, body) {
 }
 
 function round(x, digits) {
+  // An unbounded interval end comes as the largest double.
+  if (Math.abs(x) >= Number.MAX_VALUE) return x > 0 ? "inf" : "-inf";
   if (!Number.isFinite(x)) return String(x);
   return Math.abs(x) >= 1e6 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : String(Number(x.toFixed(digits)));
 }
@@ -158,9 +160,14 @@ function drawChart(answer) {
   const ns = "http://www.w3.org/2000/svg";
   const width = 640, rowHeight = 26, left = 170, right = 20, top = 24;
   const height = top + points.length * rowHeight + 10;
-  const low = Math.min(0, ...points.map((p) => p.cell.low));
-  const high = Math.max(0, ...points.map((p) => p.cell.high));
-  const x = (v) => left + ((v - low) / ((high - low) || 1)) * (width - left - right);
+  // An unbounded end (a ratio whose divisor may be 0) comes as the largest
+  // double: the scale is set by the finite ends, and it is drawn to the edge.
+  const finite = (v) => Math.abs(v) < Number.MAX_VALUE;
+  const ends = points.flatMap((p) => [p.cell.low, p.cell.high, p.cell.value]).filter(finite);
+  const low = Math.min(0, ...ends);
+  const high = Math.max(0, ...ends);
+  const x = (v) => left + ((Math.min(high, Math.max(low, v)) - low) / ((high - low) || 1)) *
+    (width - left - right);
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", "0 0 " + width + " " + height);
   svg.setAttribute("width", width);

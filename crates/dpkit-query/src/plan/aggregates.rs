@@ -97,6 +97,11 @@ fn one(
         )));
     };
     let params = &function.params;
+    if params.distinct && (params.filter.is_some() || !params.order_by.is_empty()) {
+        return Err(not_private(
+            "FILTER and ORDER BY inside COUNT(DISTINCT …) are not supported: use CASE WHEN",
+        ));
+    }
     if params.distinct {
         let function_name = function.func.name().to_ascii_lowercase();
         return match (function_name.as_str(), params.args.as_slice()) {

@@ -14,7 +14,7 @@ pub(super) const WHAT_A_COLUMN_IS: &str = "each column of the SELECT list is a G
      or arithmetic (+, -, *, /) over aggregates and numbers, such as SUM(a) / COUNT(*)";
 
 /// Arithmetic over the aggregates of one row, read from `expr`; it must
-/// use at least one aggregate. A CAST to a real type is kept out (the
+/// use at least one aggregate. A CAST to a float type is kept out (the
 /// arithmetic is real-valued already); one to an integer would truncate,
 /// and is refused.
 pub(super) fn combined(expr: &Expr, aggregate: &Aggregate) -> Result<Combination> {
@@ -49,20 +49,40 @@ pub(super) fn combination(expr: &Expr, aggregate: &Aggregate) -> Result<Combinat
                 Operator::Divide => Arithmetic::Divide,
                 _ => return Err(not_private(WHAT_A_COLUMN_IS)),
             };
+            if op == Arithmetic::Divide && is_zero(right) {
+                return Err(not_private(
+                    "a division by 0 in the SELECT list or HAVING: it has no value",
+                ));
+            }
             Ok(Combination::Binary(inner(left)?, op, inner(right)?))
         }
         Expr::Cast(cast) if is_real(cast.field.data_type()) => combination(&cast.expr, aggregate),
         Expr::TryCast(cast) if is_real(cast.field.data_type()) => {
             combination(&cast.expr, aggregate)
         }
+        Expr::Cast(_) | Expr::TryCast(_) => Err(not_private(
+            "a CAST of an aggregate to anything but DOUBLE or REAL would round its released \
+             value: CAST to DOUBLE, and round the answer yourself",
+        )),
         _ => Err(not_private(WHAT_A_COLUMN_IS)),
     }
 }
 
+/// A float: a CAST to it changes no released value. A CAST to a decimal or
+/// an integer would round, which arithmetic on released values does not.
 fn is_real(data_type: &DataType) -> bool {
     data_type.is_floating()
-        || matches!(
-            data_type,
-            DataType::Decimal128(..) | DataType::Decimal256(..)
-        )
+}
+
+/// Whether `expr` is a numeric literal 0 (a division by it has no value).
+fn is_zero(expr: &Expr) -> bool {
+    match unalias(expr) {
+        Expr::Literal(value, _) => matches!(
+            value.cast_to(&DataType::Float64),
+            Ok(ScalarValue::Float64(Some(n))) if n == 0.0
+        ),
+        Expr::Cast(cast) => is_zero(&cast.expr),
+        Expr::TryCast(cast) => is_zero(&cast.expr),
+        _ => false,
+    }
 }

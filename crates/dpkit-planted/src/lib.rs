@@ -46,6 +46,9 @@ pub enum Hole {
     /// A join with a public table counted as if each private row met at
     /// most one of its rows, whatever its key repeats.
     JoinFanout = 1024,
+    /// Bounds per group used for the noise, but each person's rows not
+    /// truncated to them.
+    UntruncatedGroups = 2048,
 }
 
 static PLANTED: AtomicU32 = AtomicU32::new(0);

@@ -62,6 +62,11 @@ pub struct Description {
     pub public_rows: Option<u64>,
     /// Who is protected.
     pub privacy_unit: PrivacyUnit,
+    /// The most groups of one GROUP BY a person's rows may fall in (L0),
+    /// for the id unit: the rows of their other groups are left out.
+    pub max_groups_per_person: Option<u64>,
+    /// The most rows of one person in any one group (L∞), for the id unit.
+    pub max_rows_per_group: Option<u64>,
     /// Which neighbouring tables ε holds for: one person added or removed
     /// (`neighbours = "add-remove"`, the default), or also one person's rows
     /// replaced by another's (`neighbours = "replace"`, which calibrates for
@@ -278,6 +283,8 @@ struct RawPrivacyUnit {
     kind: String,
     column: Option<String>,
     max_rows_per_person: Option<u64>,
+    max_groups_per_person: Option<u64>,
+    max_rows_per_group: Option<u64>,
     neighbours: Option<String>,
 }
 
@@ -326,7 +333,12 @@ impl Description {
         let format = file_format(raw.table.file.as_deref(), raw.table.format.as_deref())?;
         let (file, source) = source(&raw.table, base)?;
         let neighbouring = neighbouring(raw.privacy_unit.neighbours.as_deref())?;
+        let bounds = (
+            raw.privacy_unit.max_groups_per_person,
+            raw.privacy_unit.max_rows_per_group,
+        );
         let privacy_unit = privacy_unit(raw.privacy_unit)?;
+        check_group_bounds(bounds, &privacy_unit)?;
         check_people(raw.table.people, &privacy_unit)?;
         check_budget(&raw.budget)?;
         let mut columns = BTreeMap::new();
@@ -350,6 +362,8 @@ impl Description {
             source,
             public_rows: raw.table.people,
             privacy_unit,
+            max_groups_per_person: bounds.0,
+            max_rows_per_group: bounds.1,
             neighbouring,
             budget_epsilon: raw.budget.epsilon,
             budget_delta: raw.budget.delta,
@@ -524,6 +538,28 @@ fn privacy_unit(raw: RawPrivacyUnit) -> Result<PrivacyUnit> {
             "privacy_unit kind '{other}': use row or id"
         ))),
     }
+}
+
+/// Bounds per group are for the id unit, each from 1 to the rows per person.
+fn check_group_bounds(bounds: (Option<u64>, Option<u64>), unit: &PrivacyUnit) -> Result<()> {
+    if bounds == (None, None) {
+        return Ok(());
+    }
+    let PrivacyUnit::Id { max_rows, .. } = unit else {
+        return Err(invalid(
+            "max_groups_per_person and max_rows_per_group need kind = \"id\" (one row per \
+             person is already one group and one row)"
+                .into(),
+        ));
+    };
+    let within = |bound: Option<u64>| bound.is_none_or(|b| (1..=*max_rows).contains(&b));
+    if !(within(bounds.0) && within(bounds.1)) {
+        return Err(invalid(
+            "max_groups_per_person and max_rows_per_group must lie in 1..=max_rows_per_person"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A public number of people must be at least one, and the rows they can
@@ -791,5 +827,27 @@ mod tests {
         assert_refused(describe("", ROW, BUDGET, &private_file), "the private file");
         let unknown = format!("{integer}\n[public.r]\nfile = \"r.csv\"\npeople = 3\n");
         assert!(describe("", ROW, BUDGET, &unknown).is_err(), "unknown key");
+    }
+
+    #[test]
+    fn bounds_per_group_need_the_id_unit_and_lie_within_its_rows() {
+        let integer = "type = \"integer\"";
+        let id = |extra: &str| {
+            format!("kind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 5\n{extra}")
+        };
+        let both = id("max_groups_per_person = 2\nmax_rows_per_group = 3");
+        let described = describe("", &both, BUDGET, integer).unwrap();
+        assert_eq!(
+            (
+                described.max_groups_per_person,
+                described.max_rows_per_group
+            ),
+            (Some(2), Some(3))
+        );
+        for bad in ["max_groups_per_person = 0", "max_rows_per_group = 6"] {
+            assert_refused(describe("", &id(bad), BUDGET, integer), bad);
+        }
+        let row = "kind = \"row\"\nmax_rows_per_group = 1";
+        assert_refused(describe("", row, BUDGET, integer), "the row unit");
     }
 }

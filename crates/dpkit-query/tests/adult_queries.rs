@@ -746,3 +746,51 @@ fn count_distinct_of_any_column_is_the_number_of_values() {
     }
     assert_eq!(answer.rows.len(), 2);
 }
+
+/// Bounds per group: with one row per person per shop counted, a count by
+/// shop is the number of people who visited it (exact at a very large ε);
+/// the noise is scaled to 2 groups of 1 row, not 4 rows; and a subquery
+/// that drops the id is refused (dpkit cannot tell whose rows they are).
+#[test]
+fn bounds_per_group_count_each_person_once_per_group() {
+    let csv = "person,shop\nann,A\nann,A\nann,B\nbob,A\ncat,B\ncat,B\ncat,B\ncat,A\n";
+    let fixture = Fixture::new(
+        "group-bounds",
+        "visits.csv",
+        csv,
+        "[table]\nname = \"visits\"\nfile = \"visits.csv\"\n\
+         [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 4\n\
+         max_groups_per_person = 2\nmax_rows_per_group = 1\n\
+         [budget]\nepsilon = 1000\n[columns.person]\ntype = \"text\"\n\
+         [columns.shop]\ntype = \"text\"\ndomain = [\"A\", \"B\"]\n",
+        1000.0,
+    );
+    let by_shop = fixture
+        .answer(
+            "SELECT shop, COUNT(*) AS people FROM visits GROUP BY shop",
+            400.0,
+            4,
+        )
+        .unwrap();
+    let people: Vec<f64> = by_shop.rows.iter().map(|r| value(&r[1]).0).collect();
+    assert_eq!(people, [3.0, 2.0], "{by_shop:?}");
+    let explain = fixture
+        .engine
+        .explain(
+            "SELECT shop, COUNT(*) FROM visits GROUP BY shop",
+            &settings(1.0, 0.0),
+        )
+        .unwrap();
+    assert!(explain.contains("Δ = 2:"), "{explain}");
+    assert!(
+        explain.contains("kept in at most 2 group(s) and to at most 1 row(s)"),
+        "{explain}"
+    );
+    let dropped = fixture
+        .engine
+        .plan("SELECT s, COUNT(*) FROM (SELECT shop AS s FROM visits) t GROUP BY s");
+    assert!(
+        matches!(&dropped, Err(QueryError::NotPrivate(m)) if m.contains("keep its id column")),
+        "{dropped:?}"
+    );
+}

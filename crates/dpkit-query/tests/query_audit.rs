@@ -469,3 +469,24 @@ fn a_distinct_count_moves_by_a_persons_rows_and_keeps_its_epsilon() {
     let auto = settings(1.0, 0.0, MechanismChoice::Auto);
     passes(run(&a.engine, &b.engine, sql, auto, &first), sql);
 }
+
+#[test]
+fn bounds_per_group_hold_and_bounds_without_truncation_are_caught() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // dan has three rows in group M; each person counts once per group.
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 3\n\
+                max_groups_per_person = 2\nmax_rows_per_group = 1";
+    let dan = "4,90,dan,M,0\n4,91,dan,M,0\n4,92,dan,M,0\n";
+    let (a, b) = pair("audit-groups", BASE, dan, unit);
+    let sql = "SELECT sex, COUNT(*) FROM t GROUP BY sex";
+    let m = |t: &ReleasedTable| cell(t, &["M"], 1);
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    passes(run(&a.engine, &b.engine, sql, auto, &m), "bounds per group");
+    plant(Hole::UntruncatedGroups);
+    caught(
+        run(&a.engine, &b.engine, sql, auto, &m),
+        "rows not truncated",
+    );
+    clear();
+}

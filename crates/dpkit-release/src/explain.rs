@@ -223,16 +223,25 @@ fn privacy_argument(query: &MeasuredQuery, noise: &NoisePlan) -> String {
             "one person added, removed or replaced by another"
         }
     };
+    let c = query.contribution;
     let rows = match query.joins.is_empty() {
         true => format!(
             "each person has at most {} row(s), capped on the table scan",
-            query.rows_per_person
+            c.rows
         ),
         false => format!(
             "each person has at most {} row(s) after the joins ({}), capped on the table scan \
              before them",
-            query.rows_per_person,
+            c.rows,
             query.joins.join("; ")
+        ),
+    };
+    let rows = match (c.groups < c.rows, c.rows_per_group < c.rows) {
+        (false, false) => rows,
+        _ => format!(
+            "{rows}, then kept in at most {} group(s) and to at most {} row(s) in each, \
+             before the aggregate",
+            c.groups, c.rows_per_group
         ),
     };
     let mut text =

@@ -34,7 +34,7 @@
 //!     having: None,
 //!     order_by: vec![],
 //!     limit: None,
-//!     rows_per_person: 1,
+//!     contribution: dpkit_core::sensitivity::Contribution::rows(1),
 //!     joins: Vec::new(),
 //!     combinations: Vec::new(),
 //!     neighbouring: Neighbouring::AddRemove,

@@ -272,10 +272,11 @@ pub struct MeasuredQuery {
     pub order_by: Vec<(usize, bool)>,
     /// LIMIT on the answer.
     pub limit: Option<usize>,
-    /// Rows per person, after any joins with public tables.
-    pub rows_per_person: u64,
+    /// What one person may contribute (rows, after any joins with public
+    /// tables; groups; rows per group), as the plan truncates it.
+    pub contribution: dpkit_core::sensitivity::Contribution,
     /// What each join with a public table does to a row of the private
-    /// table, which `rows_per_person` accounts for (`--explain` says it).
+    /// table, which `contribution` accounts for (`--explain` says it).
     pub joins: Vec<String>,
     /// Which neighbouring tables the ε holds for.
     pub neighbouring: dpkit_core::sensitivity::Neighbouring,

@@ -5,7 +5,7 @@
 use dpkit_core::accounting::{PrivacyLoss, split};
 use dpkit_core::mechanism::{AdditiveNoise, MechanismKind, QuantileSelection};
 use dpkit_core::sensitivity::{
-    Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
+    Calibration, Contribution, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
 };
 
 use crate::error::{ReleaseError, Result};
@@ -340,9 +340,9 @@ impl Planner<'_> {
             return self.quantile(epsilon, alpha, grid, p, role);
         }
         let values = query.measurements[index].row_values();
-        let moved = GroupedSensitivity::of(
+        let moved = GroupedSensitivity::of_contribution(
             values,
-            query.rows_per_person,
+            query.contribution,
             self.spread,
             query.neighbouring,
         )?;
@@ -401,9 +401,9 @@ impl Planner<'_> {
         role: QuantileRole,
     ) -> Result<PlannedNoise> {
         let query = self.query;
-        let moved = GroupedSensitivity::of(
+        let moved = GroupedSensitivity::of_contribution(
             RowValues::Count,
-            query.rows_per_person,
+            query.contribution,
             self.spread,
             query.neighbouring,
         )?;
@@ -533,7 +533,7 @@ pub fn plan_noise(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<N
     let delta = &planner.delta;
     let threshold = query
         .threshold_measurement
-        .map(|index| threshold(&noises[index], query.rows_per_person, delta.threshold))
+        .map(|index| threshold(&noises[index], query.contribution, delta.threshold))
         .transpose()?;
     let total_delta = if query.threshold_measurement.is_some() || delta.gaussian_count > 0 {
         settings.delta
@@ -574,16 +574,18 @@ fn planned(
     })
 }
 
-/// The noisy row count a key needs. A key held by one person has count ≤ k;
-/// it is released only if its noise reaches τ − k, which happens with
-/// probability ≤ δ/k per key, so ≤ δ over the person's ≤ k keys.
-fn threshold(planned: &PlannedNoise, k: u64, delta: f64) -> Result<f64> {
+/// The noisy row count a key needs. A key held by one person has count ≤ r
+/// (their rows in one group: k, or the bound per group); it is released
+/// only if its noise reaches τ − r, which happens with probability ≤ δ/g
+/// per key, so ≤ δ over the person's ≤ g keys (k, or the bound on groups).
+fn threshold(planned: &PlannedNoise, contribution: Contribution, delta: f64) -> Result<f64> {
+    let (k, groups) = (contribution.rows_per_group, contribution.groups);
     let Noise::Additive(AdditiveNoise::Geometric(geometric)) = &planned.noise else {
         return Err(ReleaseError::NotPrivate(
             "thresholded keys need the geometric count".into(),
         ));
     };
-    let per_key = delta / k as f64;
+    let per_key = delta / groups as f64;
     let mut steps = 1u64;
     while geometric.noise().tail_probability(steps - 1) / 2.0 > per_key {
         steps += 1;

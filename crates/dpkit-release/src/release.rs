@@ -340,7 +340,7 @@ mod tests {
             )),
             order_by: vec![],
             limit: None,
-            rows_per_person: 1,
+            contribution: dpkit_core::sensitivity::Contribution::rows(1),
             joins: Vec::new(),
             combinations: Vec::new(),
             neighbouring: dpkit_core::sensitivity::Neighbouring::AddRemove,

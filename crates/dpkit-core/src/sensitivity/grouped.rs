@@ -100,6 +100,68 @@ pub struct GroupedSensitivity {
     pub groups_moved: u64,
 }
 
+/// How much one person may contribute: at most `rows` rows in all, in at
+/// most `groups` groups (L0), with at most `rows_per_group` rows in any one
+/// (L∞). The planner keeps these by truncating each person's rows before
+/// the aggregate; [`Contribution::rows`] is the plain cap, with no bound
+/// per group.
+///
+/// ```
+/// use dpkit_core::sensitivity::Contribution;
+/// let capped = Contribution::rows(10);
+/// assert_eq!((capped.groups, capped.rows_per_group), (10, 10));
+/// let bounded = Contribution::bounded(10, 3, 2).unwrap();
+/// assert_eq!((bounded.rows, bounded.groups, bounded.rows_per_group), (10, 3, 2));
+/// // A bound past the cap is the cap.
+/// assert_eq!(Contribution::bounded(4, 9, 9).unwrap(), Contribution::rows(4));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contribution {
+    /// Rows one person holds in all.
+    pub rows: u64,
+    /// Groups one person's rows may fall in.
+    pub groups: u64,
+    /// Rows one person holds in any one group.
+    pub rows_per_group: u64,
+}
+
+impl Contribution {
+    /// At most `rows` rows, however they fall in groups.
+    pub fn rows(rows: u64) -> Self {
+        Self {
+            rows,
+            groups: rows,
+            rows_per_group: rows,
+        }
+    }
+
+    /// At most `rows` rows, in at most `groups` groups, at most
+    /// `rows_per_group` in each (bounds past `rows` are `rows`).
+    pub fn bounded(rows: u64, groups: u64, rows_per_group: u64) -> Result<Self> {
+        if rows == 0 || groups == 0 || rows_per_group == 0 {
+            return Err(Error::InvalidParameter {
+                name: "contribution",
+                reason: "each person needs at least one row, group and row per group".into(),
+            });
+        }
+        Ok(Self {
+            rows,
+            groups: groups.min(rows),
+            rows_per_group: rows_per_group.min(rows),
+        })
+    }
+
+    /// The largest sum of squared rows per group: `q` groups full at
+    /// `rows_per_group` and one with what is left, `q` as many as the rows
+    /// and the groups allow (the move's L2 norm, over the magnitude).
+    fn most_squared(self) -> f64 {
+        let (k, g, r) = (self.rows, self.groups, self.rows_per_group);
+        let full = g.min(k / r);
+        let rest = if full < g { (k - full * r).min(r) } else { 0 };
+        (full as f64) * (r as f64).powi(2) + (rest as f64).powi(2)
+    }
+}
+
 impl GroupedSensitivity {
     /// The move of `values` summed per group, with `rows_per_person` rows each.
     pub fn of(
@@ -108,49 +170,99 @@ impl GroupedSensitivity {
         spread: Spread,
         neighbouring: Neighbouring,
     ) -> Result<Self> {
+        Self::of_contribution(
+            values,
+            Contribution::rows(rows_per_person),
+            spread,
+            neighbouring,
+        )
+    }
+
+    /// The move of `values` summed per group, under `contribution`.
+    ///
+    /// The argument, with `k` rows, `g` groups and `r` rows per group, and
+    /// `M = max(|L|, |U|)`, `W = max(U, 0) − min(L, 0)`: adding or removing
+    /// the person moves each of at most `g` groups by at most `r·M`, in all
+    /// by at most `min(k, g·r)·M` (L1), and the L2 norm is largest with
+    /// groups as full as `r` allows: `M·√(q·r² + s²)` for `q = min(g, ⌊k/r⌋)`
+    /// full groups and the rest `s` in one more. Replacing them moves a
+    /// group by `r·W`, L1 by twice the add's, L2 by at most
+    /// `max(√2·L2_add, r·W)`, over at most `2g` groups. With `g = r = k`
+    /// these are the plain cap's `k·M`, `k·M`, `k·M` (and `k·W`, `2k·M`,
+    /// `max(√2·k·M, k·W)`).
+    ///
+    /// ```
+    /// use dpkit_core::sensitivity::{Contribution, GroupedSensitivity, Neighbouring, RowValues, Spread};
+    /// // 20 visits per person, in at most 3 shops, at most 1 counted per shop.
+    /// let c = Contribution::bounded(20, 3, 1).unwrap();
+    /// let s = GroupedSensitivity::of_contribution(RowValues::Count, c, Spread::Groups, Neighbouring::AddRemove).unwrap();
+    /// assert_eq!((s.per_group, s.l1, s.groups_moved), (1.0, 3.0, 3));
+    /// assert_eq!(s.l2, 3f64.sqrt());
+    /// ```
+    pub fn of_contribution(
+        values: RowValues,
+        contribution: Contribution,
+        spread: Spread,
+        neighbouring: Neighbouring,
+    ) -> Result<Self> {
         let (lower, upper) = values.bounds();
-        if !(lower.is_finite() && upper.is_finite() && lower <= upper) || rows_per_person == 0 {
+        let valid = Contribution::bounded(
+            contribution.rows,
+            contribution.groups,
+            contribution.rows_per_group,
+        );
+        let (Ok(contribution), true) = (
+            valid,
+            lower.is_finite() && upper.is_finite() && lower <= upper,
+        ) else {
             return Err(Error::InvalidParameter {
                 name: "sensitivity",
                 reason: "bounds must be finite and ordered, with at least one row per person"
                     .into(),
             });
-        }
-        let k = rows_per_person as f64;
-        let magnitude = lower.abs().max(upper.abs());
-        let width = upper.max(0.0) - lower.min(0.0);
-        let (per_group, l1, l2, moved) = match neighbouring {
-            Neighbouring::AddRemove => (k * magnitude, k * magnitude, k * magnitude, 1),
-            Neighbouring::Replace => (
-                k * width,
-                2.0 * k * magnitude,
-                (std::f64::consts::SQRT_2 * k * magnitude).max(k * width),
-                2,
-            ),
         };
         if values == RowValues::People {
-            return Ok(Self::people(rows_per_person, spread, neighbouring));
+            return Ok(Self::people(contribution.groups, spread, neighbouring));
         }
+        let (k, g, r) = (
+            contribution.rows as f64,
+            contribution.groups,
+            contribution.rows_per_group as f64,
+        );
+        let magnitude = lower.abs().max(upper.abs());
+        let width = upper.max(0.0) - lower.min(0.0);
+        let l1_add = k.min(g as f64 * r) * magnitude;
+        let l2_add = contribution.most_squared().sqrt() * magnitude;
+        let (per_group, l1, l2, moved) = match neighbouring {
+            Neighbouring::AddRemove => (r * magnitude, l1_add, l2_add, g),
+            Neighbouring::Replace => (
+                r * width,
+                2.0 * l1_add,
+                (std::f64::consts::SQRT_2 * l2_add).max(r * width),
+                2 * g,
+            ),
+        };
         let single = spread == Spread::Single;
         Ok(Self {
             per_group,
             // A single value moves by at most its per-group move.
             l1: if single { per_group } else { l1 },
             l2: if single { per_group } else { l2 },
-            groups_moved: if single { 1 } else { moved * rows_per_person },
+            groups_moved: if single { 1 } else { moved },
         })
     }
 }
 
 impl GroupedSensitivity {
-    /// A count of distinct people: one person moves each of their groups by
-    /// 1 (adding or removing them), or by 1 in each of up to `2k` groups
-    /// (replacing them), so L1 is the number of groups moved and L2 its root.
-    fn people(rows_per_person: u64, spread: Spread, neighbouring: Neighbouring) -> Self {
+    /// A count of distinct people: one person moves each of their (at most
+    /// `groups`) groups by 1 (adding or removing them), or by 1 in each of
+    /// up to `2·groups` (replacing them), so L1 is the number of groups
+    /// moved and L2 its root.
+    fn people(groups: u64, spread: Spread, neighbouring: Neighbouring) -> Self {
         let moved = match (spread, neighbouring) {
             (Spread::Single, _) => 1,
-            (Spread::Groups, Neighbouring::AddRemove) => rows_per_person,
-            (Spread::Groups, Neighbouring::Replace) => 2 * rows_per_person,
+            (Spread::Groups, Neighbouring::AddRemove) => groups,
+            (Spread::Groups, Neighbouring::Replace) => 2 * groups,
         };
         Self {
             per_group: 1.0,
@@ -332,5 +444,80 @@ mod tests {
         let m = moved(RowValues::Count, 3, Spread::Single, Neighbouring::AddRemove);
         let c = calibrate(LossGrowth::Scalar, 1.0, &m, Some(20)).unwrap();
         assert_eq!((c.epsilon, c.sensitivity), (1.0, 3.0));
+    }
+}
+
+#[cfg(test)]
+mod contribution_tests {
+    use super::*;
+
+    /// The norms are the largest over every way one person's rows can fall
+    /// in groups within the bounds: found by brute force for small cases.
+    #[test]
+    fn the_norms_are_the_largest_any_placement_of_rows_reaches() {
+        for k in 1..=7u64 {
+            for g in 1..=k {
+                for r in 1..=k {
+                    let c = Contribution::bounded(k, g, r).unwrap();
+                    let (mut l1, mut l2) = (0u64, 0u64);
+                    // Rows per group, each 0..=r, in g groups, in all ≤ k.
+                    let mut counts = vec![0u64; g as usize];
+                    loop {
+                        if counts.iter().sum::<u64>() <= k {
+                            l1 = l1.max(counts.iter().sum());
+                            l2 = l2.max(counts.iter().map(|c| c * c).sum());
+                        }
+                        let mut i = 0;
+                        while i < counts.len() && counts[i] == r {
+                            counts[i] = 0;
+                            i += 1;
+                        }
+                        if i == counts.len() {
+                            break;
+                        }
+                        counts[i] += 1;
+                    }
+                    let s = GroupedSensitivity::of_contribution(
+                        RowValues::Count,
+                        c,
+                        Spread::Groups,
+                        Neighbouring::AddRemove,
+                    )
+                    .unwrap();
+                    assert_eq!(s.l1, l1 as f64, "k {k} g {g} r {r}");
+                    assert_eq!(s.l2, (l2 as f64).sqrt(), "k {k} g {g} r {r}");
+                    assert_eq!(s.per_group, r as f64);
+                    assert_eq!(s.groups_moved, g);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_plain_cap_is_a_contribution_with_no_bound_per_group() {
+        for neighbouring in [Neighbouring::AddRemove, Neighbouring::Replace] {
+            let values = RowValues::Bounded {
+                lower: -3.0,
+                upper: 10.0,
+                integer: true,
+            };
+            let plain = GroupedSensitivity::of(values, 4, Spread::Groups, neighbouring).unwrap();
+            assert_eq!(
+                plain.per_group,
+                4.0 * if neighbouring == Neighbouring::Replace {
+                    13.0
+                } else {
+                    10.0
+                }
+            );
+            assert_eq!(
+                plain.groups_moved,
+                if neighbouring == Neighbouring::Replace {
+                    8
+                } else {
+                    4
+                }
+            );
+        }
     }
 }

@@ -6,6 +6,8 @@ pub mod joins;
 pub mod sampling;
 
 pub use global::{Neighbouring, Sensitivity};
-pub use grouped::{Calibration, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate};
+pub use grouped::{
+    Calibration, Contribution, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
+};
 pub use joins::{PublicJoin, rows_after_public_join};
 pub use sampling::{GaussianMixture, Norm, SampledSensitivity, sample_sensitivity};

@@ -16,6 +16,7 @@
 mod aggregates;
 mod arithmetic;
 mod bounds;
+mod contribution;
 mod grid;
 mod having;
 mod input;
@@ -316,10 +317,15 @@ pub(crate) fn plan_private(
     let keys = keys::plan(aggregate, input.schema(), sizes, &lineage, domain_of)?;
     let mut measured = aggregates::plan(aggregate, input.schema(), sizes, &lineage, reads_table)?;
     // The keys and aggregates run on each of the (at most `fanout`) rows
-    // one private row became.
+    // one private row became; bounds per group order them by the keys once
+    // more.
+    let contribution = contribution::of(description, reach.rows_per_person)?;
+    let bounded =
+        description.max_groups_per_person.is_some() || description.max_rows_per_group.is_some();
+    let key_work = keys.work.saturating_mul(if bounded { 2 } else { 1 });
     let aggregated = reach
         .fanout
-        .saturating_mul(keys.work.saturating_add(measured.work));
+        .saturating_mul(key_work.saturating_add(measured.work));
     dpkit_total::check_work(filter_work.saturating_add(aggregated))?;
     let threshold_measurement =
         (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
@@ -329,11 +335,11 @@ pub(crate) fn plan_private(
         .having
         .map(|predicate| having::plan(predicate, aggregate))
         .transpose()?;
+    let input = contribution::truncated(input, &keys.exprs, contribution, &lineage)?;
     let plan = LogicalPlanBuilder::from(input)
         .aggregate(keys.exprs, measured.exprs)
         .and_then(LogicalPlanBuilder::build)
         .map_err(sql_error)?;
-    let rows_per_person = reach.rows_per_person;
     let measured = MeasuredQuery {
         sql: sql.to_string(),
         group_names: keys.names,
@@ -347,11 +353,12 @@ pub(crate) fn plan_private(
         having,
         order_by,
         limit: shape.limit,
-        rows_per_person,
+        contribution,
         neighbouring: description.neighbouring,
+        // No group holds more than each person's rows in one group.
         count_ceiling: description
             .public_rows
-            .and_then(|people| people.checked_mul(rows_per_person))
+            .and_then(|people| people.checked_mul(contribution.rows_per_group))
             .map(|rows| rows as f64),
         notes: notes::notes(aggregate, &lineage)
             .into_iter()

@@ -1,0 +1,116 @@
+//! Bounds on what one person contributes per group: at most
+//! `max_groups_per_person` groups (L0) and `max_rows_per_group` rows in each
+//! (L∞), kept by truncating each person's rows just before the aggregate,
+//! after every filter and join, so that the bounds hold for the groups the
+//! query makes. dpkit-core's `sensitivity::Contribution` turns them into
+//! each measurement's move.
+//!
+//! Which rows are kept: within a group, a person's first rows in the order
+//! the table holds them (as the per-person cap on the scan keeps them);
+//! across groups, their groups whose keys come first in the keys' own order
+//! (a public order: the keys are what the answer shows). Both are decided
+//! by the person's own rows alone, so the truncation maps each person's
+//! rows to at most `g·r` of them and never looks at anyone else's.
+
+use datafusion::common::Column;
+use datafusion::functions_window::expr_fn::{dense_rank, row_number};
+use datafusion::logical_expr::{Expr, ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, lit};
+use dpkit_core::sensitivity::Contribution;
+
+use super::lineage::Lineage;
+use super::{not_private, sql_error};
+use crate::description::{Description, PrivacyUnit};
+use crate::error::Result;
+
+const ROW_IN_GROUP: &str = "__dpkit_row_in_group";
+const GROUP_OF_PERSON: &str = "__dpkit_group_of_person";
+
+/// What one person may contribute to this query: `rows` (after joins) and
+/// the description's bounds per group, if any.
+pub(super) fn of(description: &Description, rows: u64) -> Result<Contribution> {
+    let groups = description.max_groups_per_person.unwrap_or(rows);
+    let per_group = description.max_rows_per_group.unwrap_or(rows);
+    Contribution::bounded(rows, groups, per_group)
+        .map_err(|e| not_private(format!("the contribution bounds: {e}")))
+}
+
+/// `input` with each person's rows truncated to `contribution`'s groups and
+/// rows per group, over the GROUP BY `keys`; `input` unchanged when the
+/// description bounds neither.
+pub(super) fn truncated(
+    input: LogicalPlan,
+    keys: &[Expr],
+    contribution: Contribution,
+    lineage: &Lineage<'_>,
+) -> Result<LogicalPlan> {
+    let description = lineage.description;
+    if description.max_groups_per_person.is_none() && description.max_rows_per_group.is_none() {
+        return Ok(input);
+    }
+    #[cfg(feature = "planted-holes")]
+    if dpkit_planted::is_planted(dpkit_planted::Hole::UntruncatedGroups) {
+        return Ok(input);
+    }
+    let id = person_column(&input, lineage)?;
+    let keys: Vec<Expr> = keys.iter().map(|k| k.clone().unalias()).collect();
+    // One window node per ordering: DataFusion plans each node's window
+    // expressions with one sort.
+    let mut numbered = Vec::new();
+    let in_group = row_number()
+        .partition_by([vec![id.clone()], keys.clone()].concat())
+        .build()
+        .map_err(sql_error)?
+        .alias(ROW_IN_GROUP);
+    numbered.push(in_group);
+    let mut keep = column(ROW_IN_GROUP).lt_eq(lit(contribution.rows_per_group as i64));
+    if !keys.is_empty() && contribution.groups < contribution.rows {
+        let order = keys.iter().map(|k| k.clone().sort(true, true)).collect();
+        let of_person = dense_rank()
+            .partition_by(vec![id])
+            .order_by(order)
+            .build()
+            .map_err(sql_error)?
+            .alias(GROUP_OF_PERSON);
+        numbered.push(of_person);
+        keep = keep.and(column(GROUP_OF_PERSON).lt_eq(lit(contribution.groups as i64)));
+    }
+    let columns: Vec<Expr> = input
+        .schema()
+        .columns()
+        .into_iter()
+        .map(Expr::Column)
+        .collect();
+    let mut builder = LogicalPlanBuilder::from(input);
+    for window in numbered {
+        builder = builder.window(vec![window]).map_err(sql_error)?;
+    }
+    builder
+        .filter(keep)
+        .and_then(|b| b.project(columns))
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(sql_error)
+}
+
+fn column(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+/// The column of `input` that is the table's own id column (followed
+/// through subqueries and joins, never by a name the query gives).
+fn person_column(input: &LogicalPlan, lineage: &Lineage<'_>) -> Result<Expr> {
+    let PrivacyUnit::Id { column: id, .. } = &lineage.description.privacy_unit else {
+        return Err(not_private("bounds per group need the id privacy unit"));
+    };
+    input
+        .schema()
+        .columns()
+        .into_iter()
+        .find(|c| lineage.table_column(c).is_some_and(|(name, _)| &name == id))
+        .map(Expr::Column)
+        .ok_or_else(|| {
+            not_private(format!(
+                "this table bounds each person's rows per group: keep its id column '{id}' in \
+                 the query's subqueries, so that dpkit can tell whose rows reach the aggregate"
+            ))
+        })
+}

@@ -487,6 +487,7 @@ fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
     no_oracle_at(place);
     audits::shapes_keep_their_epsilon(place);
     audits::the_cap_holds_where_the_rows_live(place);
+    audits::bounds_per_group_hold_where_the_rows_live(place);
 }
 
 /// The per-person cap planted after FROM is caught by the auditor on

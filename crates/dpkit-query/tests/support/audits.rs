@@ -158,6 +158,23 @@ pub fn the_cap_holds_where_the_rows_live(place: &Place<'_>) {
     );
 }
 
+/// Bounds per group, run by the database: dan's three rows in group M
+/// count once (one row per group, two groups), and the released count of
+/// M keeps its ε.
+pub fn bounds_per_group_hold_where_the_rows_live(place: &Place<'_>) {
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 3\n\
+                max_groups_per_person = 2\nmax_rows_per_group = 1";
+    let dan = "4,90,dan,M,0\n4,91,dan,M,0\n4,92,dan,M,0\n";
+    let tables = pair(place, "audit_groups", dan, unit);
+    let sql = "SELECT sex, COUNT(*) FROM t GROUP BY sex";
+    let men = |t: &ReleasedTable| cell(t, &["M"], 1);
+    passes(
+        place,
+        run(&tables, sql, settings(1.0, 0.0), &men),
+        "bounds per group",
+    );
+}
+
 /// With the cap planted after FROM, the auditor sees dan's 30 rows.
 #[cfg(feature = "planted-holes")]
 pub fn a_cap_after_from_is_caught(place: &Place<'_>) {

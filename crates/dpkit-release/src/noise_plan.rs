@@ -409,7 +409,12 @@ impl Planner<'_> {
         )?;
         let calibration = calibrate(LossGrowth::Linear, epsilon, &moved, None)?;
         let selection = QuantileSelection::new(calibration.epsilon, calibration.sensitivity)?;
-        let half_width = selection.rank_error_bound(grid.cells, alpha).map_err(|_| {
+        // An end chooses among the cells and one beyond each bound.
+        let candidates = match role {
+            QuantileRole::Point => grid.cells,
+            _ => grid.cells + 2,
+        };
+        let half_width = selection.rank_error_bound(candidates, alpha).map_err(|_| {
             ReleaseError::NotPrivate(
                 "a percentile's interval needs a confidence level below 99.99%".into(),
             )

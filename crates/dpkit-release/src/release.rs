@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use dpkit_core::mechanism::EndChoice;
 use rand_core::CryptoRng;
 
 use dpkit_core::lattice::GridValue;
@@ -135,11 +136,17 @@ fn released<R: CryptoRng + ?Sized>(
                     *slot = count;
                 }
             }
-            let cell = selection.select_with_rng(&cells, *p, *shift, rng)?;
-            Ok(match role {
-                QuantileRole::Point => grid.value(cell),
-                QuantileRole::Lower => grid.lower_edge(cell),
-                QuantileRole::Upper => grid.upper_edge(cell),
+            if *role == QuantileRole::Point {
+                let cell = selection.select_with_rng(&cells, *p, *shift, rng)?;
+                return Ok(grid.value(cell));
+            }
+            // An end may fall beyond every cell: on the public bound.
+            let end = selection.select_end_with_rng(&cells, *p, *shift, rng)?;
+            Ok(match (end, role) {
+                (EndChoice::Below, _) => grid.lower_edge(0),
+                (EndChoice::Above, _) => grid.upper_edge(grid.cells - 1),
+                (EndChoice::Cell(cell), QuantileRole::Lower) => grid.lower_edge(cell),
+                (EndChoice::Cell(cell), _) => grid.upper_edge(cell),
             })
         }
     }

@@ -38,7 +38,7 @@ pub use catalogue::{AdditiveNoise, Input, MechanismKind};
 pub use exponential::ExponentialMechanism;
 pub use gaussian::{DiscreteGaussian, Gaussian, analytic_gaussian_sigma};
 pub use laplace::Laplace;
-pub use quantile::QuantileSelection;
+pub use quantile::{EndChoice, QuantileSelection};
 pub use randomized_response::{BinaryRandomizedResponse, KaryRandomizedResponse};
 pub use report_noisy_max::ReportNoisyMax;
 pub use staircase::{DiscreteStaircase, Staircase, StaircaseGamma};

@@ -19,6 +19,20 @@
 //! count, linear growth). The choice itself is [`ExponentialMechanism`]'s,
 //! ε-DP for that sensitivity.
 //!
+//! # Interval ends
+//! An interval's end aims some ranks beyond the quantile. In a small group
+//! that aim can lie outside the ranks `[0, n]` the cells cover, and then no
+//! cell holds it: the best utility is far below 0, every cell is nearly as
+//! good, and the end can land on the wrong side of the quantile. So an end
+//! chooses among `K + 2` candidates ([`QuantileSelection::select_end_with_rng`]):
+//! a cell of the ranks `(−∞, 0]` (the public lower bound, below every
+//! value), the `K` cells, and a cell of the ranks `[n, ∞)` (the upper
+//! bound). Some candidate then always holds the target, the accuracy
+//! argument below holds with `K + 2` candidates, and the privacy argument
+//! is unchanged: the first one's utility `−max(0, t)` moves by `p ≤ 1`
+//! when a value is added or removed, the last one's `−max(0, n − t)` by
+//! `1 − p ≤ 1`, and neither moves when a value is replaced.
+//!
 //! # Accuracy
 //! With weights `exp(ε'·u/(2Δ))` floored at `2⁻³⁰` of the largest, the
 //! cells whose utility is more than `h` below the best (0 or near it) have
@@ -31,6 +45,17 @@ use rand_core::CryptoRng;
 use super::ExponentialMechanism;
 use super::exponential::LOG_WEIGHT_FLOOR;
 use crate::error::{Error, Result};
+
+/// Where an interval's end falls (see the module's text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndChoice {
+    /// Below every value: the public lower bound.
+    Below,
+    /// In this cell.
+    Cell(usize),
+    /// Above every value: the public upper bound.
+    Above,
+}
 
 /// Chooses the cell of a target rank with the exponential mechanism.
 ///
@@ -89,6 +114,44 @@ impl QuantileSelection {
     ) -> Result<usize> {
         let utilities = Self::utilities(counts, p, shift)?;
         self.mechanism.select_with_rng(&utilities, rng)
+    }
+
+    /// Every end candidate's utility for the quantile `p` shifted by
+    /// `shift` ranks: the ranks below 0, each cell, the ranks above `n`.
+    ///
+    /// ```
+    /// use dpkit_core::mechanism::QuantileSelection;
+    /// // n = 10: an aim of −3 ranks is held by the ranks below 0 alone.
+    /// let u = QuantileSelection::end_utilities(&[4, 6], 0.0, -3.0).unwrap();
+    /// assert_eq!(u, vec![0.0, -3.0, -7.0, -13.0]);
+    /// ```
+    pub fn end_utilities(counts: &[u64], p: f64, shift: f64) -> Result<Vec<f64>> {
+        let cells = Self::utilities(counts, p, shift)?;
+        let n = counts.iter().sum::<u64>() as f64;
+        let target = p * n + shift;
+        let mut all = Vec::with_capacity(cells.len() + 2);
+        all.push(-target.max(0.0));
+        all.extend(cells);
+        all.push(-(n - target).max(0.0));
+        Ok(all)
+    }
+
+    /// Where an interval's end for the quantile `p` shifted by `shift`
+    /// ranks falls, among the `K + 2` candidates, using `rng`.
+    pub fn select_end_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        counts: &[u64],
+        p: f64,
+        shift: f64,
+        rng: &mut R,
+    ) -> Result<EndChoice> {
+        let utilities = Self::end_utilities(counts, p, shift)?;
+        let chosen = self.mechanism.select_with_rng(&utilities, rng)?;
+        Ok(match chosen {
+            0 => EndChoice::Below,
+            c if c == counts.len() + 1 => EndChoice::Above,
+            c => EndChoice::Cell(c - 1),
+        })
     }
 
     /// A bound on the expected distance, in ranks, from the chosen cell to
@@ -189,5 +252,69 @@ mod tests {
         assert!(s.rank_error_bound(10, 1e-12).is_err());
         let mut rng = InsecureSeededRng::from_seed_for_testing(1);
         assert!(s.select_with_rng(&[], 0.5, 0.0, &mut rng).is_err());
+    }
+
+    #[test]
+    fn an_end_candidates_utility_moves_by_at_most_one() {
+        let counts = [4u64, 0, 7, 1, 9, 3];
+        for p in [0.0, 0.1, 0.5, 0.9, 1.0] {
+            for shift in [-40.0, -2.5, 0.0, 3.5, 40.0] {
+                let base = QuantileSelection::end_utilities(&counts, p, shift).unwrap();
+                for cell in 0..counts.len() {
+                    let mut added = counts;
+                    added[cell] += 1;
+                    let moved = QuantileSelection::end_utilities(&added, p, shift).unwrap();
+                    for (a, b) in base.iter().zip(&moved) {
+                        assert!(
+                            (a - b).abs() <= 1.0 + 1e-12,
+                            "p {p} shift {shift} cell {cell}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// In a group of 20 values whose rank error bound is far larger than
+    /// the group, a lower end aimed h + 1 ranks below the median falls at
+    /// or below the median's value with probability ≥ 1 − α. Aimed among
+    /// the K cells alone (as before), it falls above it most of the time.
+    #[test]
+    fn a_small_groups_lower_end_stays_below_its_quantile() {
+        // 20 values, one per cell in cells 40..60 of 100; the median's
+        // (ranks 9.5) is in cell 49.
+        let mut counts = vec![0u64; 100];
+        for slot in counts.iter_mut().skip(40).take(20) {
+            *slot = 1;
+        }
+        let selection = QuantileSelection::new(0.05, 1.0).unwrap();
+        let alpha = 0.05;
+        let h = selection.rank_error_bound(102, alpha).unwrap();
+        assert!(h > 20.0, "the aim must lie outside the group: h = {h}");
+        let shift = -(h + 1.0);
+        let mut rng = InsecureSeededRng::from_seed_for_testing(5);
+        let trials = 20_000;
+        let (mut above, mut above_before) = (0usize, 0usize);
+        for _ in 0..trials {
+            let end = selection
+                .select_end_with_rng(&counts, 0.5, shift, &mut rng)
+                .unwrap();
+            above +=
+                usize::from(matches!(end, EndChoice::Cell(c) if c > 49) || end == EndChoice::Above);
+            let old = selection
+                .select_with_rng(&counts, 0.5, shift, &mut rng)
+                .unwrap();
+            above_before += usize::from(old > 49);
+        }
+        println!(
+            "above the median: {above} of {trials} (aimed among the cells alone: {above_before})"
+        );
+        // P(above) ≤ α = 0.05; Hoeffding: more than 0.05 + 0.02 of 20,000
+        // has probability ≤ exp(−2·20000·0.02²) = e⁻¹⁶ < 1.2e-7.
+        assert!(
+            above <= (trials as f64 * 0.07) as usize,
+            "{above} of {trials}"
+        );
+        assert!(above_before > trials / 5, "{above_before} of {trials}");
     }
 }

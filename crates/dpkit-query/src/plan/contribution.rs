@@ -12,9 +12,12 @@
 //! by the person's own rows alone, so the truncation maps each person's
 //! rows to at most `g·r` of them and never looks at anyone else's.
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Column;
 use datafusion::functions_window::expr_fn::{dense_rank, row_number};
-use datafusion::logical_expr::{Expr, ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, lit};
+use datafusion::logical_expr::{
+    Expr, ExprFunctionExt, ExprSchemable, LogicalPlan, LogicalPlanBuilder, lit,
+};
 use dpkit_core::sensitivity::Contribution;
 
 use super::lineage::Lineage;
@@ -53,6 +56,9 @@ pub(super) fn truncated(
     }
     let id = person_column(&input, lineage)?;
     let keys: Vec<Expr> = keys.iter().map(|k| k.clone().unalias()).collect();
+    for key in &keys {
+        injective_key(key, &input)?;
+    }
     // One window node per ordering: DataFusion plans each node's window
     // expressions with one sort.
     let mut numbered = Vec::new();
@@ -89,6 +95,26 @@ pub(super) fn truncated(
         .and_then(|b| b.project(columns))
         .and_then(LogicalPlanBuilder::build)
         .map_err(sql_error)
+}
+
+/// Refuses a key of real numbers: the answer keys groups by how they print,
+/// and reals that differ can print alike (`NaN` and `-NaN`), so one
+/// released group could join several groups the truncation kept apart,
+/// each with its r rows. Integers, texts and booleans print apart.
+fn injective_key(key: &Expr, input: &LogicalPlan) -> Result<()> {
+    let data_type = key.get_type(input.schema()).map_err(sql_error)?;
+    if data_type.is_integer()
+        || matches!(
+            data_type,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean
+        )
+    {
+        return Ok(());
+    }
+    Err(not_private(
+        "with bounds per group, GROUP BY takes integer, text or boolean keys: \
+         CAST a real-valued bin to BIGINT",
+    ))
 }
 
 fn column(name: &str) -> Expr {

@@ -304,8 +304,13 @@ async fn register_view(context: &SessionContext, description: &Description) -> R
         true,
     ) = (&description.privacy_unit, capped)
     {
+        // Each person's first rows in the order of their own values (every
+        // column): which rows are kept never depends on where other
+        // people's rows are read.
+        let whole_row: Vec<_> = names.iter().map(|n| column(n).sort(true, true)).collect();
         let numbered = datafusion::functions_window::expr_fn::row_number()
             .partition_by(vec![column(id)])
+            .order_by(whole_row)
             .build()
             .map_err(failed)?
             .alias(ROW_NUMBER);

@@ -186,10 +186,15 @@ impl GroupedSensitivity {
     /// by at most `min(k, g·r)·M` (L1), and the L2 norm is largest with
     /// groups as full as `r` allows: `M·√(q·r² + s²)` for `q = min(g, ⌊k/r⌋)`
     /// full groups and the rest `s` in one more. Replacing them moves a
-    /// group by `r·W`, L1 by twice the add's, L2 by at most
-    /// `max(√2·L2_add, r·W)`, over at most `2g` groups. With `g = r = k`
-    /// these are the plain cap's `k·M`, `k·M`, `k·M` (and `k·W`, `2k·M`,
-    /// `max(√2·k·M, k·W)`).
+    /// group by `r·W`, L1 by twice the add's, over at most `2g` groups, and
+    /// L2 by at most `min(W·√(2·S), max(√2·k·M, k·W))` with `S` the
+    /// fullest placement's sum of squares: in a group both people use, the
+    /// move is at most `max(c, d)·W` for their `c` and `d` rows there, and
+    /// `Σ max(c, d)² ≤ Σ c² + Σ d² ≤ 2S`; the second bound is the plain
+    /// cap's, which holds for any placement of `k` rows. (A red-team helper
+    /// found `max(√2·L2_add, r·W)` too small when both use the same groups
+    /// with values of opposite signs.) With `g = r = k` these are the plain
+    /// cap's `k·M`, `k·M`, `k·M` (and `k·W`, `2k·M`, `max(√2·k·M, k·W)`).
     ///
     /// ```
     /// use dpkit_core::sensitivity::{Contribution, GroupedSensitivity, Neighbouring, RowValues, Spread};
@@ -238,7 +243,7 @@ impl GroupedSensitivity {
             Neighbouring::Replace => (
                 r * width,
                 2.0 * l1_add,
-                (std::f64::consts::SQRT_2 * l2_add).max(r * width),
+                replaced_l2(contribution, magnitude, width),
                 2 * g,
             ),
         };
@@ -251,6 +256,13 @@ impl GroupedSensitivity {
             groups_moved: if single { 1 } else { moved },
         })
     }
+}
+
+/// The L2 norm of replacing one person (see [`GroupedSensitivity::of_contribution`]).
+fn replaced_l2(contribution: Contribution, magnitude: f64, width: f64) -> f64 {
+    let k = contribution.rows as f64;
+    let plain = (std::f64::consts::SQRT_2 * k * magnitude).max(k * width);
+    (width * (2.0 * contribution.most_squared()).sqrt()).min(plain)
 }
 
 impl GroupedSensitivity {
@@ -518,6 +530,86 @@ mod contribution_tests {
                     4
                 }
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod replace_tests {
+    use super::*;
+
+    /// Every placement of up to `k` rows in at most `g` of `groups` groups,
+    /// at most `r` in each.
+    fn placements(k: u64, g: u64, r: u64, groups: usize) -> Vec<Vec<u64>> {
+        let mut all = Vec::new();
+        let mut counts = vec![0u64; groups];
+        loop {
+            let used = counts.iter().filter(|&&c| c > 0).count() as u64;
+            if counts.iter().sum::<u64>() <= k && used <= g {
+                all.push(counts.clone());
+            }
+            let mut i = 0;
+            while i < groups && counts[i] == r {
+                counts[i] = 0;
+                i += 1;
+            }
+            if i == groups {
+                return all;
+            }
+            counts[i] += 1;
+        }
+    }
+
+    /// Replacing one person (rows `c` out, rows `d` in, values anywhere in
+    /// the bounds) never moves the vector further in L2 than calibrated:
+    /// by brute force over placements, for bounds of either sign.
+    #[test]
+    fn the_replace_l2_bound_covers_every_pair_of_placements() {
+        for (lower, upper) in [(-100.0, 100.0), (-30.0, 100.0), (0.0, 100.0), (20.0, 100.0)] {
+            let values = RowValues::Bounded {
+                lower,
+                upper,
+                integer: true,
+            };
+            let m = f64::max(lower.abs(), upper.abs());
+            for k in 1..=4u64 {
+                for g in 1..=k {
+                    for r in 1..=k {
+                        let groups = (2 * g as usize).min(4);
+                        let all = placements(k, g, r, groups);
+                        let mut most: f64 = 0.0;
+                        for c in &all {
+                            for d in &all {
+                                let mut squares = 0.0;
+                                for (&ci, &di) in c.iter().zip(d) {
+                                    let (ci, di) = (ci as f64, di as f64);
+                                    let moved = match (ci > 0.0, di > 0.0) {
+                                        (true, true) => {
+                                            (di * upper - ci * lower).max(ci * upper - di * lower)
+                                        }
+                                        _ => (ci + di) * m,
+                                    };
+                                    squares += moved * moved;
+                                }
+                                most = most.max(squares.sqrt());
+                            }
+                        }
+                        let c = Contribution::bounded(k, g, r).unwrap();
+                        let s = GroupedSensitivity::of_contribution(
+                            values,
+                            c,
+                            Spread::Groups,
+                            Neighbouring::Replace,
+                        )
+                        .unwrap();
+                        assert!(
+                            most <= s.l2 * (1.0 + 1e-12),
+                            "[{lower}, {upper}] k {k} g {g} r {r}: moved {most} > {}",
+                            s.l2
+                        );
+                    }
+                }
+            }
         }
     }
 }

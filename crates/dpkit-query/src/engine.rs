@@ -126,8 +126,8 @@ impl QueryEngine {
             )));
         }
         let view = runtime.block_on(crate::private_table::register_file(&context, &description))?;
-        let public =
-            runtime.block_on(crate::public_table::register_public(&context, &description))?;
+        let public = runtime.block_on(crate::public_table::load_public(&description))?;
+        crate::public_table::register_public(&context, &public)?;
         let source_file = Some(description.file.clone());
         Ok(Self {
             description,
@@ -172,6 +172,16 @@ impl QueryEngine {
 
     /// Serves `provider` (an in-memory table, say) under the description's table name.
     pub fn with_table(description: Description, provider: Arc<dyn TableProvider>) -> Result<Self> {
+        Self::with_table_and_public(description, provider, None)
+    }
+
+    /// [`QueryEngine::with_table`], with the public tables already read, if
+    /// they were (otherwise they are read now).
+    fn with_table_and_public(
+        description: Description,
+        provider: Arc<dyn TableProvider>,
+        public: Option<crate::public_table::PublicTables>,
+    ) -> Result<Self> {
         let runtime = runtime()?;
         let context = session();
         let view = runtime.block_on(crate::private_table::register_provider(
@@ -179,8 +189,11 @@ impl QueryEngine {
             &description,
             provider,
         ))?;
-        let public =
-            runtime.block_on(crate::public_table::register_public(&context, &description))?;
+        let public = match public {
+            Some(public) => public,
+            None => runtime.block_on(crate::public_table::load_public(&description))?,
+        };
+        crate::public_table::register_public(&context, &public)?;
         Ok(Self {
             description,
             limits: RunLimits::default(),
@@ -209,7 +222,11 @@ impl QueryEngine {
         ))?;
         let provider = datafusion::datasource::MemTable::try_new(schema, vec![table])
             .map_err(|e| QueryError::Unreadable(format!("cannot hold the table in memory: {e}")))?;
-        Self::with_table(on_disk.description.clone(), Arc::new(provider))
+        Self::with_table_and_public(
+            on_disk.description.clone(),
+            Arc::new(provider),
+            Some(on_disk.public.clone()),
+        )
     }
 
     /// Sets the limits every later run keeps to.

@@ -230,6 +230,15 @@ pub(crate) fn typed_column(description: &Description, name: &str) -> Expr {
     typed_as(name, description.column(name))
 }
 
+/// The [`dpkit_total::Size`] of a column as the typed view reads it: text
+/// at most `max_length` characters, anything else a number's length.
+pub(crate) fn column_size(text: bool, max_length: u32) -> dpkit_total::Size {
+    dpkit_total::Size::base(match text {
+        true => dpkit_total::bytes_of_characters(max_length),
+        false => dpkit_total::NUMBER_AS_TEXT_BYTES,
+    })
+}
+
 /// The column `name` read as `facts` declare (text when they are `None`),
 /// text cut to its `max_length`.
 pub(crate) fn typed_as(name: &str, facts: Option<&ColumnFacts>) -> Expr {

@@ -7,7 +7,8 @@
 //! each number column's smallest and largest value (public bounds for
 //! SUM and AVG), where the description does not declare them. Queries
 //! never see the file itself: each table is registered under its name
-//! from a scratch session.
+//! from a scratch session, once: an engine rebuilt over the same
+//! description reuses the tables it read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -21,14 +22,14 @@ use datafusion::prelude::{SessionContext, col};
 
 use crate::description::{ColumnFacts, ColumnKind, Description, PublicTable};
 use crate::error::{QueryError, Result};
-use crate::private_table::{register_raw, typed_as};
-use dpkit_total::{Size, Sizes};
+use crate::private_table::{column_size, register_raw, typed_as};
+use dpkit_total::Sizes;
 
 /// The most distinct values a public text column's domain is read for:
 /// more would make GROUP BY release more groups than is useful.
 pub const MOST_PUBLIC_DOMAIN_VALUES: usize = 10_000;
 
-/// What the planner knows of one public table.
+/// What the planner knows of one public table, and its rows.
 #[derive(Debug, Clone)]
 pub(crate) struct PublicFacts {
     /// Each column's facts: declared, or read from the table.
@@ -37,32 +38,44 @@ pub(crate) struct PublicFacts {
     pub(crate) sizes: Sizes,
     /// Its number of rows.
     pub(crate) rows: u64,
+    /// Its rows, held in memory.
+    table: Arc<MemTable>,
 }
 
 /// The public tables by name.
 pub(crate) type PublicTables = BTreeMap<String, PublicFacts>;
 
-/// Reads every public table of `description` and registers each under its
-/// name in `context`.
-pub(crate) async fn register_public(
-    context: &SessionContext,
-    description: &Description,
-) -> Result<PublicTables> {
+/// Reads every public table of `description` whole, with its facts.
+pub(crate) async fn load_public(description: &Description) -> Result<PublicTables> {
     let mut tables = PublicTables::new();
     for (name, table) in &description.public {
         let batches = read(name, table).await?;
-        let facts = facts_of(table, &batches);
+        let (columns, sizes) = facts_of(table, &batches);
+        let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
         let schema = batches
             .first()
             .map(RecordBatch::schema)
             .ok_or_else(|| unreadable(name))?;
-        let provider = MemTable::try_new(schema, vec![batches]).map_err(|_| unreadable(name))?;
-        context
-            .register_table(name.as_str(), Arc::new(provider))
-            .map_err(|_| unreadable(name))?;
+        let table = MemTable::try_new(schema, vec![batches]).map_err(|_| unreadable(name))?;
+        let facts = PublicFacts {
+            columns,
+            sizes,
+            rows,
+            table: Arc::new(table),
+        };
         tables.insert(name.clone(), facts);
     }
     Ok(tables)
+}
+
+/// Registers each loaded public table under its name in `context`.
+pub(crate) fn register_public(context: &SessionContext, tables: &PublicTables) -> Result<()> {
+    for (name, facts) in tables {
+        context
+            .register_table(name.as_str(), facts.table.clone())
+            .map_err(|_| unreadable(name))?;
+    }
+    Ok(())
 }
 
 fn unreadable(name: &str) -> QueryError {
@@ -99,7 +112,10 @@ async fn read(name: &str, table: &PublicTable) -> Result<Vec<RecordBatch>> {
 /// Each column's facts: the declared ones, with a text column's values as
 /// its domain and a number column's extremes as its bounds where the
 /// description gives none.
-fn facts_of(table: &PublicTable, batches: &[RecordBatch]) -> PublicFacts {
+fn facts_of(
+    table: &PublicTable,
+    batches: &[RecordBatch],
+) -> (BTreeMap<String, ColumnFacts>, Sizes) {
     let schema = batches[0].schema();
     let mut columns = BTreeMap::new();
     let mut sizes = Sizes::new();
@@ -113,19 +129,11 @@ fn facts_of(table: &PublicTable, batches: &[RecordBatch]) -> PublicFacts {
             }
             _ => {}
         }
-        let bytes = match facts.kind {
-            ColumnKind::Text => dpkit_total::bytes_of_characters(facts.max_length()),
-            _ => dpkit_total::NUMBER_AS_TEXT_BYTES,
-        };
-        sizes.insert(field.name().clone(), Size::base(bytes));
+        let size = column_size(facts.kind == ColumnKind::Text, facts.max_length());
+        sizes.insert(field.name().clone(), size);
         columns.insert(field.name().clone(), facts);
     }
-    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
-    PublicFacts {
-        columns,
-        sizes,
-        rows,
-    }
+    (columns, sizes)
 }
 
 /// The distinct non-NULL texts, sorted, if there are any and not too many.

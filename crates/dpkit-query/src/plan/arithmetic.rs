@@ -3,11 +3,10 @@
 //! computes from the released values (see [`dpkit_release::combined`]).
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, BinaryExpr, Expr, Operator};
 use dpkit_release::combined::{Arithmetic, Combination};
 
-use super::{OutputColumn, not_private, output_of, unalias};
+use super::{OutputColumn, not_private, number_of, output_of, unalias};
 use crate::error::Result;
 
 pub(super) const WHAT_A_COLUMN_IS: &str = "each column of the SELECT list is a GROUP BY key, an aggregate, \
@@ -34,12 +33,9 @@ pub(super) fn combination(expr: &Expr, aggregate: &Aggregate) -> Result<Combinat
                 "arithmetic in the SELECT list takes aggregates and numbers, not GROUP BY keys",
             )),
         },
-        Expr::Literal(value, _) => match value.cast_to(&DataType::Float64) {
-            Ok(ScalarValue::Float64(Some(n))) if value.data_type().is_numeric() => {
-                Ok(Combination::Number(n))
-            }
-            _ => Err(not_private(WHAT_A_COLUMN_IS)),
-        },
+        Expr::Literal(value, _) => number_of(value)
+            .map(Combination::Number)
+            .ok_or_else(|| not_private(WHAT_A_COLUMN_IS)),
         Expr::Negative(e) => Ok(Combination::Negate(inner(e)?)),
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let op = match op {
@@ -77,10 +73,7 @@ fn is_real(data_type: &DataType) -> bool {
 /// Whether `expr` is a numeric literal 0 (a division by it has no value).
 fn is_zero(expr: &Expr) -> bool {
     match unalias(expr) {
-        Expr::Literal(value, _) => matches!(
-            value.cast_to(&DataType::Float64),
-            Ok(ScalarValue::Float64(Some(n))) if n == 0.0
-        ),
+        Expr::Literal(value, _) => number_of(value) == Some(0.0),
         Expr::Cast(cast) => is_zero(&cast.expr),
         Expr::TryCast(cast) => is_zero(&cast.expr),
         _ => false,

@@ -67,12 +67,13 @@ pub(super) fn truncated(
     // function of the person's own rows, never of where other people's
     // rows happen to be read (a red-team helper saw sums move by 3,700
     // where Δ was 500 when a zero-valued person was added, before).
-    let whole_row: Vec<_> = input
+    let columns: Vec<Expr> = input
         .schema()
         .columns()
         .into_iter()
-        .map(|c| Expr::Column(c).sort(true, true))
+        .map(Expr::Column)
         .collect();
+    let whole_row = columns.iter().map(|c| c.clone().sort(true, true)).collect();
     let in_group = row_number()
         .partition_by([vec![id.clone()], keys.clone()].concat())
         .order_by(whole_row)
@@ -92,12 +93,6 @@ pub(super) fn truncated(
         numbered.push(of_person);
         keep = keep.and(column(GROUP_OF_PERSON).lt_eq(lit(contribution.groups as i64)));
     }
-    let columns: Vec<Expr> = input
-        .schema()
-        .columns()
-        .into_iter()
-        .map(Expr::Column)
-        .collect();
     let mut builder = LogicalPlanBuilder::from(input);
     for window in numbered {
         builder = builder.window(vec![window]).map_err(sql_error)?;

@@ -4,12 +4,11 @@
 //! measured and charged like the SELECT list's, shown or not; the rows are
 //! kept or left out on their noisy values, never on exact ones.
 
-use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, Between, BinaryExpr, Expr, Operator};
 use dpkit_release::having::{Comparison, Condition, Term};
 
-use super::{OutputColumn, arithmetic, not_private, output_of, text_of, unalias};
+use super::{OutputColumn, arithmetic, not_private, number_of, output_of, text_of, unalias};
 use crate::error::Result;
 
 const WHAT_HAVING_TAKES: &str = "HAVING compares aggregates (and arithmetic over them), GROUP BY \
@@ -117,12 +116,7 @@ fn literal(value: &ScalarValue) -> Result<Term> {
     if let Some(text) = text_of(value) {
         return Ok(Term::Text(text.clone()));
     }
-    match value.cast_to(&DataType::Float64) {
-        Ok(ScalarValue::Float64(Some(number))) if value.data_type().is_numeric() => {
-            Ok(Term::Number(number))
-        }
-        _ => Err(not_private(
-            "HAVING compares with numbers and texts written in the query (not NULL)",
-        )),
-    }
+    number_of(value).map(Term::Number).ok_or_else(|| {
+        not_private("HAVING compares with numbers and texts written in the query (not NULL)")
+    })
 }

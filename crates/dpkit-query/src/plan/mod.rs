@@ -39,8 +39,9 @@ use dpkit_release::{
 
 use crate::description::Description;
 use crate::error::{QueryError, Result};
+use crate::private_table::column_size;
 use crate::public_table::PublicTables;
-use dpkit_total::{Size, Sizes};
+use dpkit_total::Sizes;
 pub(crate) use reach::MatchesOf;
 
 /// A query dpkit can answer privately: what it measures, and how the
@@ -174,6 +175,14 @@ fn unalias(expr: &Expr) -> &Expr {
     match expr {
         Expr::Alias(alias) => unalias(&alias.expr),
         other => other,
+    }
+}
+
+/// A numeric literal's value as a double (`None` for NULL and non-numbers).
+fn number_of(value: &ScalarValue) -> Option<f64> {
+    match value.cast_to(&datafusion::arrow::datatypes::DataType::Float64) {
+        Ok(ScalarValue::Float64(Some(number))) if value.data_type().is_numeric() => Some(number),
+        _ => None,
     }
 }
 
@@ -374,19 +383,16 @@ pub(crate) fn plan_private(
     })
 }
 
-/// The [`Size`] of each of the table's columns: text at most its
+/// The [`Size`](dpkit_total::Size) of each of the table's columns: text at most its
 /// `max_length` characters, anything else a number's length.
 fn base_sizes(view: &LogicalPlan, description: &Description) -> Sizes {
     view.schema()
         .fields()
         .iter()
         .map(|field| {
-            let bytes = if field.data_type() == &datafusion::arrow::datatypes::DataType::Utf8 {
-                dpkit_total::bytes_of_characters(description.max_length(field.name()))
-            } else {
-                dpkit_total::NUMBER_AS_TEXT_BYTES
-            };
-            (field.name().clone(), Size::base(bytes))
+            let text = field.data_type() == &datafusion::arrow::datatypes::DataType::Utf8;
+            let size = column_size(text, description.max_length(field.name()));
+            (field.name().clone(), size)
         })
         .collect()
 }

@@ -219,14 +219,22 @@ def test_notes_from_public_facts_come_as_warnings_and_in_attrs(description):
         assert dpkit.query(description, SEXES, epsilon=1.0).attrs["notes"] == []
 
 
+def described_in(tmp_path, folder, parts, files):
+    """The description made of `parts` of `folder`, written in `tmp_path` (where its ledger
+    goes) with each of its `files` named by its path in `folder`."""
+    text = "".join((folder / part).read_text() for part in parts)
+    for name in files:
+        text = text.replace(f'file = "{name}"', f'file = "{folder / name}"')
+    description = tmp_path / parts[0]
+    description.write_text(text)
+    return description
+
+
 def test_joins_with_public_tables_and_ratios_come_back_as_columns(tmp_path):
     """Adult with its public lookup tables: a join's groups are the public table's values, a
     ratio of aggregates has its own interval, and an unbounded one is an infinity."""
-    text = (ADULT / "adult.toml").read_text() + (ADULT / "public.toml").read_text()
-    for name in ("adult.data.csv", "countries.csv", "education_levels.csv"):
-        text = text.replace(f'file = "{name}"', f'file = "{ADULT / name}"')
-    description = tmp_path / "adult.toml"
-    description.write_text(text)
+    description = described_in(tmp_path, ADULT, ["adult.toml", "public.toml"],
+                               ["adult.data.csv", "countries.csv", "education_levels.csv"])
     answer = dpkit.query(
         description,
         "SELECT c.region, COUNT(*) AS n, SUM(a.age) / COUNT(*) AS mean_age, "
@@ -242,3 +250,24 @@ def test_joins_with_public_tables_and_ratios_come_back_as_columns(tmp_path):
     assert (answer["mean_age"].between(30, 50)).all()
     assert (answer["unbounded_low"] == -float("inf")).all()
     assert (answer["unbounded_high"] == float("inf")).all()
+
+
+def test_private_tables_join_on_the_person(tmp_path):
+    """The clinic's people and visits, joined on the person: the visits per department kind
+    land near the exact ones, and a join on anything but the person is refused for free."""
+    description = described_in(tmp_path, REPOSITORY / "data/clinic", ["clinic.toml"],
+                               ["people.csv", "visits.csv", "departments.csv"])
+    answer = dpkit.query(
+        description,
+        "SELECT d.kind, COUNT(*) AS visits FROM people p JOIN visits v ON v.person = p.id "
+        "JOIN departments d ON v.department = d.department GROUP BY d.kind ORDER BY d.kind",
+        epsilon=5.0,
+    )
+    assert list(answer["kind"]) == ["diagnostic", "primary", "specialist", "urgent"]
+    # Exact, with each person's visits capped at 12: 1442, 4788, 2154 and 707.
+    # At ε = 5 the count's noise has scale 12 / 5, and 60 is 25 of it.
+    assert [abs(v - e) < 60 for v, e in zip(answer["visits"], [1442, 4788, 2154, 707])] == [True] * 4
+    with pytest.raises(dpkit.QueryError, match="private tables join only on the person"):
+        dpkit.query(description, "SELECT COUNT(*) FROM people p JOIN visits v ON p.age = v.month",
+                    epsilon=1.0)
+    assert dpkit.budget(description)["spent_epsilon"] == 5.0

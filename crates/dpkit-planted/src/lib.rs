@@ -49,6 +49,8 @@ pub enum Hole {
     /// Bounds per group used for the noise, but each person's rows not
     /// truncated to them.
     UntruncatedGroups = 2048,
+    /// Two private tables joined on any key, as if it named the person.
+    PersonJoinOnAnyKey = 4096,
 }
 
 static PLANTED: AtomicU32 = AtomicU32::new(0);

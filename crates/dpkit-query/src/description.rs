@@ -84,6 +84,27 @@ pub struct Description {
     /// never charged; what a join does to one person's rows is (see
     /// `dpkit_core::sensitivity::joins`).
     pub public: BTreeMap<String, PublicTable>,
+    /// Further private tables (`[private.NAME]`), by name: rows about the
+    /// same people as the table's, each naming its person in a column of
+    /// its own. Queries join them with each other on that column.
+    pub private: BTreeMap<String, PrivateTable>,
+}
+
+/// A further private table: rows about the people the privacy unit's
+/// column names, at most `max_rows_per_person` of each kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrivateTable {
+    /// The data file (CSV with a header row, or Parquet).
+    pub file: PathBuf,
+    /// Whether the file is CSV or Parquet.
+    pub format: FileFormat,
+    /// The column naming each row's person: a value of the privacy unit's
+    /// column.
+    pub person: String,
+    /// How many rows per person enter any aggregate.
+    pub max_rows_per_person: u64,
+    /// What is public about each column, as for the table's.
+    pub columns: BTreeMap<String, ColumnFacts>,
 }
 
 /// A public table: its file and its columns' types.
@@ -253,6 +274,19 @@ struct RawDescription {
     columns: BTreeMap<String, RawColumn>,
     #[serde(default)]
     public: BTreeMap<String, RawPublic>,
+    #[serde(default)]
+    private: BTreeMap<String, RawPrivate>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrivate {
+    file: String,
+    format: Option<String>,
+    person: String,
+    max_rows_per_person: u64,
+    #[serde(default)]
+    columns: BTreeMap<String, RawColumn>,
 }
 
 #[derive(Deserialize)]
@@ -338,14 +372,20 @@ impl Description {
             raw.privacy_unit.max_rows_per_group,
         );
         let privacy_unit = privacy_unit(raw.privacy_unit)?;
-        check_group_bounds(bounds, &privacy_unit)?;
-        check_people(raw.table.people, &privacy_unit)?;
-        check_budget(&raw.budget)?;
-        let mut columns = BTreeMap::new();
-        for (name, column) in raw.columns {
-            let facts = column_facts(&name, column)?;
-            columns.insert(name, facts);
+        let private = private_tables(raw.private, (&raw.table.name, &file), &privacy_unit, base)?;
+        if !private.is_empty() && source != Source::File {
+            return Err(invalid(
+                "[private] tables are read from files, beside a table read from a file".into(),
+            ));
         }
+        let most_rows = private
+            .values()
+            .map(|t| t.max_rows_per_person)
+            .fold(privacy_unit.rows_per_person(), u64::max);
+        check_group_bounds(bounds, &privacy_unit, most_rows)?;
+        check_people(raw.table.people, most_rows)?;
+        check_budget(&raw.budget)?;
+        let columns = columns_facts(raw.columns)?;
         if let PrivacyUnit::Id { column, .. } = &privacy_unit
             && !columns.contains_key(column)
         {
@@ -353,8 +393,16 @@ impl Description {
                 "the id column '{column}' must be listed under [columns]"
             )));
         }
-        let private = (raw.table.name.as_str(), Some(file.as_path()));
-        let public = public_tables(raw.public, private, &source, base)?;
+        let mut private_files: Vec<&Path> = private.values().map(|t| t.file.as_path()).collect();
+        private_files.push(&file);
+        let names: Vec<&str> = private.keys().map(String::as_str).collect();
+        let public = public_tables(
+            raw.public,
+            (&raw.table.name, &names),
+            &private_files,
+            &source,
+            base,
+        )?;
         Ok(Self {
             table: raw.table.name,
             file,
@@ -369,6 +417,7 @@ impl Description {
             budget_delta: raw.budget.delta,
             columns,
             public,
+            private,
         })
     }
 
@@ -381,6 +430,85 @@ impl Description {
     /// not: a column the description does not list is text).
     pub fn max_length(&self, name: &str) -> u32 {
         self.column(name)
+            .map_or(DEFAULT_MAX_LENGTH, ColumnFacts::max_length)
+    }
+
+    /// Every data file the description reads: the table's (for a file
+    /// source), each `[private]` table's, then each public table's.
+    pub fn data_files(&self) -> Vec<&Path> {
+        let own = (self.source == Source::File).then_some(self.file.as_path());
+        let private = self.private.values().map(|t| t.file.as_path());
+        let public = self.public.values().map(|t| t.file.as_path());
+        own.into_iter().chain(private).chain(public).collect()
+    }
+
+    /// The names of the private tables: the table's, then each `[private]`
+    /// one's.
+    pub fn private_names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.table.as_str()).chain(self.private.keys().map(String::as_str))
+    }
+
+    /// What is public about the private table `name`: its person column,
+    /// its cap and its columns' facts.
+    pub fn private_table(&self, name: &str) -> Option<TableFacts<'_>> {
+        if name == self.table {
+            let person = match &self.privacy_unit {
+                PrivacyUnit::Id { column, .. } => Some(column.as_str()),
+                PrivacyUnit::Row => None,
+            };
+            return Some(TableFacts {
+                person,
+                rows_per_person: self.privacy_unit.rows_per_person(),
+                columns: &self.columns,
+            });
+        }
+        self.private.get(name).map(|table| TableFacts {
+            person: Some(&table.person),
+            rows_per_person: table.max_rows_per_person,
+            columns: &table.columns,
+        })
+    }
+
+    /// The description of the private table `name` read on its own, as the
+    /// engine registers it (capped by its person column).
+    pub(crate) fn alone(&self, name: &str) -> Option<Description> {
+        if name == self.table {
+            return Some(self.clone());
+        }
+        let table = self.private.get(name)?;
+        Some(Description {
+            table: name.to_string(),
+            file: table.file.clone(),
+            format: table.format,
+            source: Source::File,
+            privacy_unit: PrivacyUnit::Id {
+                column: table.person.clone(),
+                max_rows: table.max_rows_per_person,
+            },
+            columns: table.columns.clone(),
+            public: BTreeMap::new(),
+            private: BTreeMap::new(),
+            ..self.clone()
+        })
+    }
+}
+
+/// What is public about one private table (see [`Description::private_table`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TableFacts<'a> {
+    /// The column naming each row's person (`None` for the row unit).
+    pub person: Option<&'a str>,
+    /// How many rows per person enter any aggregate.
+    pub rows_per_person: u64,
+    /// What is public about each column.
+    pub columns: &'a BTreeMap<String, ColumnFacts>,
+}
+
+impl TableFacts<'_> {
+    /// The most characters a text value of column `name` keeps.
+    pub fn max_length(&self, name: &str) -> u32 {
+        self.columns
+            .get(name)
             .map_or(DEFAULT_MAX_LENGTH, ColumnFacts::max_length)
     }
 }
@@ -447,12 +575,13 @@ fn file_format(file: Option<&str>, format: Option<&str>) -> Result<FileFormat> {
     }
 }
 
-/// The public tables: each a file with a plain name of its own, beside a
-/// private table that is a file too (a database's tables would have to be
+/// The public tables: each a file with a plain name of its own, beside
+/// private tables that are files too (a database's tables would have to be
 /// joined in the database, which dpkit does not do).
 fn public_tables(
     raw: BTreeMap<String, RawPublic>,
-    (private, private_file): (&str, Option<&Path>),
+    (table, private): (&str, &[&str]),
+    private_files: &[&Path],
     source: &Source,
     base: &Path,
 ) -> Result<BTreeMap<String, PublicTable>> {
@@ -464,30 +593,21 @@ fn public_tables(
         ));
     }
     let mut tables = BTreeMap::new();
-    for (name, table) in raw {
-        // Lowercase: SQL reads an unquoted name as lowercase.
-        let lowercase = name.chars().all(|c| !c.is_ascii_uppercase());
-        if !is_identifier(&name) || !lowercase || name.starts_with("__dpkit") || name == private {
-            return Err(invalid(format!(
-                "public table '{name}' needs a name of lowercase letters, digits and \
-                 underscores, other than the private table's"
-            )));
-        }
-        let format = file_format(Some(&table.file), table.format.as_deref())?;
-        if let Some(private_file) = private_file
-            && same_file(&base.join(&table.file), private_file)
+    for (name, raw) in raw {
+        let taken = name == table || private.contains(&name.as_str());
+        check_table_name("public", &name, taken)?;
+        let file = base.join(&raw.file);
+        if private_files
+            .iter()
+            .any(|private| same_file(&file, private))
         {
             return Err(invalid(format!(
-                "public table '{name}' reads the private table's file: a public table's rows \
+                "public table '{name}' reads a private table's file: a public table's rows \
                  are released without noise"
             )));
         }
-        let mut columns = BTreeMap::new();
-        for (column, raw) in table.columns {
-            let facts = column_facts(&column, raw)?;
-            columns.insert(column, facts);
-        }
-        let file = base.join(&table.file);
+        let format = file_format(Some(&raw.file), raw.format.as_deref())?;
+        let columns = columns_facts(raw.columns)?;
         tables.insert(
             name,
             PublicTable {
@@ -498,6 +618,81 @@ fn public_tables(
         );
     }
     Ok(tables)
+}
+
+/// The further private tables: each a file of its own, naming its person
+/// in a listed column, under the id privacy unit.
+fn private_tables(
+    raw: BTreeMap<String, RawPrivate>,
+    (table, table_file): (&str, &Path),
+    unit: &PrivacyUnit,
+    base: &Path,
+) -> Result<BTreeMap<String, PrivateTable>> {
+    if !raw.is_empty() && *unit == PrivacyUnit::Row {
+        return Err(invalid(
+            "[private] tables need kind = \"id\": the person each of their rows names must be \
+             a value of the table's id column"
+                .into(),
+        ));
+    }
+    let mut tables = BTreeMap::new();
+    for (name, raw) in raw {
+        check_table_name("private", &name, name == table)?;
+        let file = base.join(&raw.file);
+        let format = file_format(Some(&raw.file), raw.format.as_deref())?;
+        if !(1..=MAX_ROWS_PER_PERSON).contains(&raw.max_rows_per_person) {
+            return Err(invalid(format!(
+                "private table '{name}': max_rows_per_person must lie in 1..={MAX_ROWS_PER_PERSON}"
+            )));
+        }
+        let columns = columns_facts(raw.columns)?;
+        if !columns.contains_key(&raw.person) {
+            return Err(invalid(format!(
+                "private table '{name}': its person column '{}' must be listed under its columns",
+                raw.person
+            )));
+        }
+        let files = tables.values().map(|t: &PrivateTable| t.file.as_path());
+        if files
+            .chain([table_file])
+            .any(|other| same_file(&file, other))
+        {
+            return Err(invalid(format!(
+                "private table '{name}' reads another table's file"
+            )));
+        }
+        tables.insert(
+            name,
+            PrivateTable {
+                file,
+                format,
+                person: raw.person,
+                max_rows_per_person: raw.max_rows_per_person,
+                columns,
+            },
+        );
+    }
+    Ok(tables)
+}
+
+/// A further table's name: lowercase letters, digits and underscores (SQL
+/// reads an unquoted name as lowercase), not dpkit's own, not `taken`.
+fn check_table_name(kind: &str, name: &str, taken: bool) -> Result<()> {
+    let lowercase = name.chars().all(|c| !c.is_ascii_uppercase());
+    if !is_identifier(name) || !lowercase || name.starts_with("__dpkit") || taken {
+        return Err(invalid(format!(
+            "{kind} table '{name}' needs a name of lowercase letters, digits and \
+             underscores, other than the other tables'"
+        )));
+    }
+    Ok(())
+}
+
+/// Each listed column's facts.
+fn columns_facts(raw: BTreeMap<String, RawColumn>) -> Result<BTreeMap<String, ColumnFacts>> {
+    raw.into_iter()
+        .map(|(name, column)| Ok((name.clone(), column_facts(&name, column)?)))
+        .collect()
 }
 
 /// Whether two paths name one file (the same path, or one file through
@@ -541,21 +736,26 @@ fn privacy_unit(raw: RawPrivacyUnit) -> Result<PrivacyUnit> {
 }
 
 /// Bounds per group are for the id unit, each from 1 to the rows per person.
-fn check_group_bounds(bounds: (Option<u64>, Option<u64>), unit: &PrivacyUnit) -> Result<()> {
+fn check_group_bounds(
+    bounds: (Option<u64>, Option<u64>),
+    unit: &PrivacyUnit,
+    most_rows: u64,
+) -> Result<()> {
     if bounds == (None, None) {
         return Ok(());
     }
-    let PrivacyUnit::Id { max_rows, .. } = unit else {
+    if *unit == PrivacyUnit::Row {
         return Err(invalid(
             "max_groups_per_person and max_rows_per_group need kind = \"id\" (one row per \
              person is already one group and one row)"
                 .into(),
         ));
-    };
-    let within = |bound: Option<u64>| bound.is_none_or(|b| (1..=*max_rows).contains(&b));
+    }
+    let within = |bound: Option<u64>| bound.is_none_or(|b| (1..=most_rows).contains(&b));
     if !(within(bounds.0) && within(bounds.1)) {
         return Err(invalid(
-            "max_groups_per_person and max_rows_per_group must lie in 1..=max_rows_per_person"
+            "max_groups_per_person and max_rows_per_group must lie in 1..=max_rows_per_person \
+             (the largest of the tables')"
                 .into(),
         ));
     }
@@ -564,14 +764,14 @@ fn check_group_bounds(bounds: (Option<u64>, Option<u64>), unit: &PrivacyUnit) ->
 
 /// A public number of people must be at least one, and the rows they can
 /// hold (`people × rows per person`) at most [`MAX_PUBLIC_ROWS`].
-fn check_people(people: Option<u64>, unit: &PrivacyUnit) -> Result<()> {
+fn check_people(people: Option<u64>, rows_per_person: u64) -> Result<()> {
     let Some(people) = people else {
         return Ok(());
     };
     if people == 0 {
         return Err(invalid("table people must be ≥ 1".into()));
     }
-    let rows = people.checked_mul(unit.rows_per_person());
+    let rows = people.checked_mul(rows_per_person);
     if rows.is_none_or(|rows| rows > MAX_PUBLIC_ROWS) {
         return Err(invalid(format!(
             "table people × max_rows_per_person must be at most 2^53 = {MAX_PUBLIC_ROWS}"
@@ -849,5 +1049,70 @@ mod tests {
         }
         let row = "kind = \"row\"\nmax_rows_per_group = 1";
         assert_refused(describe("", row, BUDGET, integer), "the row unit");
+    }
+
+    #[test]
+    fn private_tables_name_their_person_under_the_id_unit() {
+        let id = "kind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 1\n\
+                  max_groups_per_person = 5";
+        let visits = |extra: &str| {
+            format!(
+                "type = \"integer\"\n[private.visits]\nfile = \"v.csv\"\n\
+                 person = \"who\"\nmax_rows_per_person = 20\n{extra}"
+            )
+        };
+        let listed = "[private.visits.columns.who]\ntype = \"text\"\n";
+        let described = describe("", id, BUDGET, &visits(listed)).unwrap();
+        let table = &described.private["visits"];
+        assert_eq!(
+            (table.person.as_str(), table.max_rows_per_person),
+            ("who", 20)
+        );
+        assert_eq!(
+            described.private_names().collect::<Vec<_>>(),
+            ["t", "visits"]
+        );
+        let facts = described.private_table("visits").unwrap();
+        assert_eq!((facts.person, facts.rows_per_person), (Some("who"), 20));
+        // Bounds per group may reach the largest table's cap.
+        assert_eq!(described.max_groups_per_person, Some(5));
+        assert_eq!(described.data_files().len(), 2);
+        for (case, result) in [
+            ("row unit", describe("", ROW, BUDGET, &visits(listed))),
+            ("person not listed", describe("", id, BUDGET, &visits(""))),
+            (
+                "no cap",
+                describe("", id, BUDGET, &visits(listed).replace("= 20", "= 0")),
+            ),
+            (
+                "the table's file",
+                describe("", id, BUDGET, &visits(listed).replace("v.csv", "t.csv")),
+            ),
+            (
+                "the table's name",
+                describe("", id, BUDGET, &visits(listed).replace("visits", "t")),
+            ),
+            (
+                "capitals",
+                describe("", id, BUDGET, &visits(listed).replace("visits", "Visits")),
+            ),
+            (
+                "a database",
+                Description::from_toml(
+                    &format!(
+                        "[table]\nname = \"t\"\nsqlite = \"t.db\"\n[privacy_unit]\n{id}\n\
+                         [budget]\n{BUDGET}\n[columns.person]\ntype = \"text\"\n\
+                         [columns.c]\n{}",
+                        visits(listed)
+                    ),
+                    Path::new("."),
+                ),
+            ),
+        ] {
+            assert_refused(result, case);
+        }
+        // A public table may not read a further private table's file.
+        let public = format!("{}[public.p]\nfile = \"v.csv\"\n", visits(listed));
+        assert_refused(describe("", id, BUDGET, &public), "public reads private");
     }
 }

@@ -60,11 +60,12 @@ pub struct QueryEngine {
     limited: std::sync::Mutex<Vec<SessionContext>>,
     context: SessionContext,
     runtime: tokio::runtime::Runtime,
-    /// The data file, checked before each run: a listing over a vanished
+    /// The data files, checked before each run: a listing over a vanished
     /// file would silently read as an empty table.
-    source_file: Option<std::path::PathBuf>,
-    /// The typed, capped view of the data that queries read.
-    view: datafusion::logical_expr::LogicalPlan,
+    source_files: Vec<std::path::PathBuf>,
+    /// The typed, capped view of each private table that queries read, by
+    /// name, the table's first.
+    views: Vec<(String, datafusion::logical_expr::LogicalPlan)>,
     /// The public tables' facts (the tables are registered in `context`).
     public: crate::public_table::PublicTables,
     /// The database that runs the plans, when the table lives in one, and
@@ -125,18 +126,26 @@ impl QueryEngine {
                 "cannot read {path}: no such file"
             )));
         }
-        let view = runtime.block_on(crate::private_table::register_file(&context, &description))?;
+        let mut views = Vec::new();
+        let mut source_files = Vec::new();
+        for name in description.private_names() {
+            let Some(alone) = description.alone(name) else {
+                continue;
+            };
+            let register = crate::private_table::register_file(&context, &alone);
+            views.push((name.to_string(), runtime.block_on(register)?));
+            source_files.push(alone.file);
+        }
         let public = runtime.block_on(crate::public_table::load_public(&description))?;
         crate::public_table::register_public(&context, &public)?;
-        let source_file = Some(description.file.clone());
         Ok(Self {
             description,
             limits: RunLimits::default(),
             limited: std::sync::Mutex::default(),
             context,
             runtime,
-            source_file,
-            view,
+            source_files,
+            views,
             public,
             database: None,
         })
@@ -170,25 +179,46 @@ impl QueryEngine {
         Ok(engine)
     }
 
-    /// Serves `provider` (an in-memory table, say) under the description's table name.
+    /// Serves `provider` (an in-memory table, say) under the description's
+    /// table name; its further private tables are read from their files.
     pub fn with_table(description: Description, provider: Arc<dyn TableProvider>) -> Result<Self> {
-        Self::with_table_and_public(description, provider, None)
+        let name = description.table.clone();
+        Self::with_tables_and_public(description, vec![(name, provider)], None)
     }
 
-    /// [`QueryEngine::with_table`], with the public tables already read, if
-    /// they were (otherwise they are read now).
-    fn with_table_and_public(
+    /// Serves each private table from its provider, by the table's name
+    /// (the description's table and its `[private]` ones; those without a
+    /// provider are read from their files).
+    pub fn with_tables(
         description: Description,
-        provider: Arc<dyn TableProvider>,
+        providers: Vec<(String, Arc<dyn TableProvider>)>,
+    ) -> Result<Self> {
+        Self::with_tables_and_public(description, providers, None)
+    }
+
+    /// [`QueryEngine::with_tables`], with the public tables already read,
+    /// if they were (otherwise they are read now).
+    fn with_tables_and_public(
+        description: Description,
+        mut providers: Vec<(String, Arc<dyn TableProvider>)>,
         public: Option<crate::public_table::PublicTables>,
     ) -> Result<Self> {
         let runtime = runtime()?;
         let context = session();
-        let view = runtime.block_on(crate::private_table::register_provider(
-            &context,
-            &description,
-            provider,
-        ))?;
+        let mut views = Vec::new();
+        for name in description.private_names() {
+            let Some(alone) = description.alone(name) else {
+                continue;
+            };
+            let provided = providers.iter().position(|(n, _)| n == name);
+            let view = match provided.map(|at| providers.swap_remove(at).1) {
+                Some(provider) => runtime.block_on(crate::private_table::register_provider(
+                    &context, &alone, provider,
+                ))?,
+                None => runtime.block_on(crate::private_table::register_file(&context, &alone))?,
+            };
+            views.push((name.to_string(), view));
+        }
         let public = match public {
             Some(public) => public,
             None => runtime.block_on(crate::public_table::load_public(&description))?,
@@ -200,8 +230,8 @@ impl QueryEngine {
             limited: std::sync::Mutex::default(),
             context,
             runtime,
-            source_file: None,
-            view,
+            source_files: Vec::new(),
+            views,
             public,
             database: None,
         })
@@ -216,15 +246,22 @@ impl QueryEngine {
         if on_disk.database.is_some() {
             return Ok(on_disk);
         }
-        let (schema, table) = on_disk.block_on(crate::private_table::typed_table(
-            &on_disk.context,
-            &on_disk.description,
-        ))?;
-        let provider = datafusion::datasource::MemTable::try_new(schema, vec![table])
-            .map_err(|e| QueryError::Unreadable(format!("cannot hold the table in memory: {e}")))?;
-        Self::with_table_and_public(
+        let mut providers: Vec<(String, Arc<dyn TableProvider>)> = Vec::new();
+        for name in on_disk.description.private_names() {
+            let Some(alone) = on_disk.description.alone(name) else {
+                continue;
+            };
+            let read = crate::private_table::typed_table(&on_disk.context, &alone);
+            let (schema, table) = on_disk.block_on(read)?;
+            let provider =
+                datafusion::datasource::MemTable::try_new(schema, vec![table]).map_err(|e| {
+                    QueryError::Unreadable(format!("cannot hold the table in memory: {e}"))
+                })?;
+            providers.push((name.to_string(), Arc::new(provider)));
+        }
+        Self::with_tables_and_public(
             on_disk.description.clone(),
-            Arc::new(provider),
+            providers,
             Some(on_disk.public.clone()),
         )
     }
@@ -288,7 +325,7 @@ impl QueryEngine {
         };
         let sources = crate::plan::Sources {
             description: &self.description,
-            view: &self.view,
+            views: &self.views,
             public: &self.public,
             domain_of: &mut domain_of,
             matches_of: &mut matches_of,
@@ -416,9 +453,7 @@ impl QueryEngine {
                 ))
             });
         }
-        if let Some(file) = &self.source_file
-            && !file.is_file()
-        {
+        if let Some(file) = self.source_files.iter().find(|file| !file.is_file()) {
             return Err(QueryError::Unreadable(format!(
                 "cannot read {}: no such file",
                 file.display()

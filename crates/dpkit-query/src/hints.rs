@@ -18,20 +18,24 @@ pub(crate) fn with_hint(message: String, description: &Description) -> String {
             return format!("No field named {name}: {hint}");
         }
     } else if message.starts_with("table '") && message.ends_with("' not found") {
-        if description.public.is_empty() {
-            return format!(
-                "{message}: this description's table is {}",
-                quoted(&description.table)
-            );
-        }
-        let public: Vec<String> = description.public.keys().map(|t| quoted(t)).collect();
-        return format!(
-            "{message}: this description's table is {}, and its public tables are {}",
-            quoted(&description.table),
-            public.join(", ")
-        );
+        return format!("{message}: {}", tables_named(description));
     }
     message
+}
+
+/// The description's tables, as a hint names them.
+fn tables_named(description: &Description) -> String {
+    let list = |names: Vec<&str>| names.into_iter().map(quoted).collect::<Vec<_>>().join(", ");
+    let private: Vec<&str> = description.private_names().collect();
+    let mut said = match private.len() {
+        1 => format!("this description's table is {}", quoted(private[0])),
+        _ => format!("this description's private tables are {}", list(private)),
+    };
+    if !description.public.is_empty() {
+        let public = description.public.keys().map(String::as_str).collect();
+        said.push_str(&format!(", and its public tables are {}", list(public)));
+    }
+    said
 }
 
 /// The last part of a possibly qualified name, without DataFusion's quotes.

@@ -490,3 +490,43 @@ fn bounds_per_group_hold_and_bounds_without_truncation_are_caught() {
     );
     clear();
 }
+
+#[test]
+fn a_join_of_private_tables_on_the_person_holds_and_one_on_any_key_is_caught() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // Everyone's visits are of kind M; dan (sex M, age 90) has two.
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 1";
+    let with_visits = format!(
+        "{}[private.v]\nfile = \"v.csv\"\nperson = \"person\"\nmax_rows_per_person = 2\n\
+         [private.v.columns.person]\ntype = \"integer\"\n\
+         [private.v.columns.kind]\ntype = \"text\"\n",
+        description(unit, "t.csv")
+    );
+    let open = |name: &str, dan: (&str, &str)| {
+        let people = format!("{HEADER}{BASE}{}", dan.0);
+        let visits = format!("person,kind\n1,M\n2,M\n3,M\n5,M\n6,M\n7,M\n{}", dan.1);
+        let files = [("t.csv", people.as_str()), ("v.csv", visits.as_str())];
+        Fixture::with_files(name, &files, &with_visits, 100.0)
+    };
+    let (a, b) = (
+        open("audit-person-join-a", ("4,90,dan,M,0\n", "4,M\n4,M\n")),
+        open("audit-person-join-b", ("", "")),
+    );
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let auto = settings(1.0, 0.0, MechanismChoice::Auto);
+    let on_the_person = "SELECT COUNT(*) FROM t JOIN v ON t.id = v.person";
+    passes(
+        run(&a.engine, &b.engine, on_the_person, auto, &first),
+        "a join on the person",
+    );
+    // dan's row meets everyone's visits: 8 rows where the bound is 2.
+    let on_any_key = "SELECT COUNT(*) FROM t JOIN v ON t.sex = v.kind WHERE t.age = 90";
+    assert!(a.engine.plan(on_any_key).is_err(), "refused when closed");
+    plant(Hole::PersonJoinOnAnyKey);
+    caught(
+        run(&a.engine, &b.engine, on_any_key, auto, &first),
+        "a join of private tables on any key",
+    );
+    clear();
+}

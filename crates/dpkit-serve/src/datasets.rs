@@ -33,6 +33,22 @@ pub struct PublicDescription {
     /// Public lookup tables queries may join with the table (their rows
     /// are public; a join's cost is in its privacy map, see `--explain`).
     pub public_tables: Vec<String>,
+    /// Further private tables about the same people, which queries join
+    /// with the table (and each other) on the person.
+    pub private_tables: Vec<PrivateTableDescription>,
+}
+
+/// What is public about a further private table.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PrivateTableDescription {
+    /// Its name in SQL.
+    pub name: String,
+    /// The column naming each row's person.
+    pub person_column: String,
+    /// How many of one person's rows it keeps.
+    pub rows_per_person: u64,
+    /// The columns that can be grouped by, summed or filtered on.
+    pub columns: Vec<PublicColumn>,
 }
 
 /// What is public about a column.
@@ -62,19 +78,35 @@ impl PublicDescription {
             privacy_unit: privacy_unit.into(),
             id_column,
             rows_per_person: description.privacy_unit.rows_per_person(),
-            columns: description
-                .columns
+            columns: public_columns(&description.columns),
+            public_tables: description.public.keys().cloned().collect(),
+            private_tables: description
+                .private
                 .iter()
-                .map(|(name, facts)| PublicColumn {
+                .map(|(name, table)| PrivateTableDescription {
                     name: name.clone(),
-                    kind: facts.kind.name().into(),
-                    bounds: facts.bounds.map(|(low, high)| [low, high]),
-                    domain: facts.domain.clone(),
+                    person_column: table.person.clone(),
+                    rows_per_person: table.max_rows_per_person,
+                    columns: public_columns(&table.columns),
                 })
                 .collect(),
-            public_tables: description.public.keys().cloned().collect(),
         }
     }
+}
+
+/// What is public about each described column.
+fn public_columns(
+    columns: &std::collections::BTreeMap<String, dpkit_query::description::ColumnFacts>,
+) -> Vec<PublicColumn> {
+    columns
+        .iter()
+        .map(|(name, facts)| PublicColumn {
+            name: name.clone(),
+            kind: facts.kind.name().into(),
+            bounds: facts.bounds.map(|(low, high)| [low, high]),
+            domain: facts.domain.clone(),
+        })
+        .collect()
 }
 
 /// A dataset ready for queries.
@@ -117,9 +149,11 @@ fn open(entry: &DatasetConfig, config: &Config) -> Result<Dataset> {
         source,
     };
     let description = Description::load(&entry.description).map_err(failed)?;
-    let fingerprint = fingerprint(&entry.description, &description.file)?;
+    let fingerprint = fingerprint(&entry.description, &description.data_files())?;
     let public = PublicDescription::of(&description);
-    let size = std::fs::metadata(&description.file).map_or(0, |m| m.len());
+    let size: u64 = (description.data_files().iter())
+        .map(|file| std::fs::metadata(file).map_or(0, |m| m.len()))
+        .sum();
     let in_memory = entry.in_memory && size <= config.limits.max_in_memory_megabytes << 20;
     let mut engine = if in_memory {
         QueryEngine::open_in_memory(description)
@@ -138,18 +172,21 @@ fn open(entry: &DatasetConfig, config: &Config) -> Result<Dataset> {
     })
 }
 
-fn fingerprint(description: &Path, data: &Path) -> Result<String> {
+/// A digest of the description's text and each data file's size and time.
+fn fingerprint(description: &Path, data: &[&Path]) -> Result<String> {
     let text = std::fs::read(description)
         .map_err(|e| ServeError::Config(format!("cannot read {}: {e}", description.display())))?;
-    let meta = std::fs::metadata(data).ok();
-    let modified = meta
-        .as_ref()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
     let mut digest = Sha256::new();
     digest.update(&text);
-    digest.update(meta.map_or(0, |m| m.len()).to_le_bytes());
-    digest.update(modified.to_le_bytes());
+    for file in data {
+        let meta = std::fs::metadata(file).ok();
+        let modified = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        digest.update(meta.map_or(0, |m| m.len()).to_le_bytes());
+        digest.update(modified.to_le_bytes());
+    }
     Ok(crate::analysts::hex(&digest.finalize()[..16]))
 }

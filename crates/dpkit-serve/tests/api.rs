@@ -340,3 +340,43 @@ fn the_service_lists_public_tables_and_answers_joins_with_them() {
     );
     assert_eq!(answer["released"], serde_json::json!([false, true, true]));
 }
+
+#[test]
+fn the_service_lists_private_tables_and_answers_joins_on_the_person() {
+    // The bundled clinic, its ledger kept in a folder of the test's own.
+    let clinic = adult_description().parent().unwrap().join("../clinic");
+    let folder = support::fixture::folder("clinic-data");
+    for file in ["clinic.toml", "people.csv", "visits.csv", "departments.csv"] {
+        std::fs::copy(clinic.join(file), folder.join(file)).unwrap();
+    }
+    let server = TestServer::start("clinic", &[folder.join("clinic.toml")], OPEN);
+    let ann = server.analyst("ann", &["people"], 5.0, 0.0);
+    let datasets = request(server.address, "GET", "/v1/datasets", Some(&ann), None).json();
+    let visits = &datasets["datasets"][0]["private_tables"][0];
+    assert_eq!(visits["name"], "visits");
+    assert_eq!(visits["person_column"], "person");
+    assert_eq!(visits["rows_per_person"], 12);
+    let sql = "SELECT p.sex, COUNT(*) AS visits FROM people p JOIN visits v ON v.person = p.id \
+               GROUP BY p.sex";
+    let answer = request(
+        server.address,
+        "POST",
+        "/v1/query",
+        Some(&ann),
+        Some(&query_body("people", sql, 1.0)),
+    );
+    assert_eq!(answer.status, 200, "{:?}", answer.json());
+    assert_eq!(answer.json()["rows"].as_array().unwrap().len(), 2);
+    let any_key = "SELECT COUNT(*) FROM people p JOIN visits v ON p.age = v.month";
+    let refused = request(
+        server.address,
+        "POST",
+        "/v1/query",
+        Some(&ann),
+        Some(&query_body("people", any_key, 1.0)),
+    );
+    assert_eq!(
+        (refused.status, refused.json()["error"]["code"].as_str()),
+        (400, Some("bad_query"))
+    );
+}

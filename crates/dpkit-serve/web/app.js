@@ -56,9 +56,14 @@ function showSchema() {
   if (!dataset) return;
   $("people").textContent = (dataset.people ? dataset.people + " people · " : "") +
     "one person adds at most " + dataset.rows_per_person + " row(s)" +
+    (dataset.private_tables.length ? " · private tables joined on the person: " +
+      dataset.private_tables.map((t) => t.name + " (" + t.person_column + ", at most " +
+        t.rows_per_person + " row(s))").join(", ") : "") +
     (dataset.public_tables.length ? " · public tables to join: " +
       dataset.public_tables.join(", ") : "");
-  for (const column of dataset.columns) {
+  const columns = dataset.columns.concat(...dataset.private_tables.map((t) =>
+    t.columns.map((c) => Object.assign({}, c, { name: t.name + "." + c.name }))));
+  for (const column of columns) {
     const row = element("tr");
     row.append(element("td", column.name), element("td", column.type),
       element("td", column.bounds ? "[" + column.bounds[0] + ", " + column.bounds[1] + "]" : ""),

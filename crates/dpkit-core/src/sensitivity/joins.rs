@@ -24,6 +24,29 @@
 //! `FULL JOIN`) is not such a map (whether a row of `P` is unmatched
 //! depends on every row of `T`), and a join of `T` with itself pairs two
 //! people's rows: neither is covered here.
+//!
+//! **Two private tables joined on the person.** Let `A` and `B` hold rows
+//! about the same people, each row naming its person, at most `a` and `b`
+//! rows of each person, and let the join's condition require the two rows'
+//! persons to be equal (`A.person = B.person`, NULL matching nothing).
+//! Every output row is then a row of `A` and a row of `B` of one person,
+//! or (an outer join) one side's row padded with NULLs, which keeps that
+//! row's person: the output is the disjoint union, over people `p`, of
+//! `J(A_p, B_p)`, where `A_p` and `B_p` are `p`'s rows alone. Adding,
+//! removing or replacing one person's rows in both tables changes only
+//! their own `J(A_p, B_p)`, so the join is a map of the same kind as above,
+//! with
+//! - **inner join, or an outer join that keeps one side** (`A LEFT JOIN
+//!   B`): at most `a · max(b, 1) = a · b` rows of `p` (and `b · a` the other
+//!   way round);
+//! - **semi- and anti-join** (`A` rows kept by whether a `B` row of theirs
+//!   matches): at most `a` rows.
+//!
+//! [`rows_after_person_join`] returns that number. A full outer join keeps
+//! the unmatched rows of both sides and is not covered. A condition
+//! without the persons' equality pairs one person's rows with another's
+//! and is refused by the planner, which follows each key to the table's own
+//! person column rather than trusting a name.
 
 use crate::error::{Error, Result};
 
@@ -65,6 +88,43 @@ pub fn rows_after_public_join(rows_per_person: u64, matches: u64, join: PublicJo
         })
 }
 
+/// How two private tables meet, joined on the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonJoin {
+    /// Each row paired with the other side's rows of its person (inner, or
+    /// outer keeping one side's rows).
+    Pairs,
+    /// The left side's rows, each kept or dropped by whether a right row
+    /// of its person matches.
+    KeepLeft,
+    /// The right side's rows, likewise.
+    KeepRight,
+}
+
+/// The most rows one person holds after joining, on the person, a side in
+/// which each person holds at most `left` rows with one in which each holds
+/// at most `right` (see the module's argument).
+///
+/// ```
+/// use dpkit_core::sensitivity::{PersonJoin, rows_after_person_join};
+/// assert_eq!(rows_after_person_join(1, 20, PersonJoin::Pairs).unwrap(), 20);
+/// assert_eq!(rows_after_person_join(3, 20, PersonJoin::Pairs).unwrap(), 60);
+/// assert_eq!(rows_after_person_join(3, 20, PersonJoin::KeepLeft).unwrap(), 3);
+/// assert_eq!(rows_after_person_join(3, 20, PersonJoin::KeepRight).unwrap(), 20);
+/// assert!(rows_after_person_join(1 << 40, 1 << 40, PersonJoin::Pairs).is_err());
+/// ```
+pub fn rows_after_person_join(left: u64, right: u64, join: PersonJoin) -> Result<u64> {
+    let rows = match join {
+        PersonJoin::Pairs => left.max(1).checked_mul(right.max(1)),
+        PersonJoin::KeepLeft => Some(left),
+        PersonJoin::KeepRight => Some(right),
+    };
+    rows.ok_or_else(|| Error::InvalidParameter {
+        name: "rows per person",
+        reason: "the join lets one person hold more rows than can be counted".into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +150,36 @@ mod tests {
             3 * matches(1),
             rows_after_public_join(3, most, PublicJoin::Inner).unwrap()
         );
+    }
+
+    /// Brute force over small people: each person's rows on both sides
+    /// joined on the person (every join kind, with and without a further
+    /// condition) give each person at most the bound.
+    #[test]
+    fn a_join_on_the_person_gives_each_person_at_most_the_bound() {
+        // (person, value) rows; person 1 holds 3 rows on the left, 2 right.
+        let left = [(1, 0), (1, 1), (1, 2), (2, 5), (3, 7)];
+        let right = [(1, 0), (1, 4), (2, 5), (4, 9)];
+        let most = |rows: &[(i32, i32)]| {
+            let count = |p: i32| rows.iter().filter(|r| r.0 == p).count() as u64;
+            rows.iter().map(|r| count(r.0)).max().unwrap()
+        };
+        let (a, b) = (most(&left), most(&right));
+        for condition in [|_: i32, _: i32| true, |l: i32, r: i32| l <= r] {
+            for person in 1..=4 {
+                let l: Vec<_> = left.iter().filter(|r| r.0 == person).collect();
+                let r: Vec<_> = right.iter().filter(|r| r.0 == person).collect();
+                let meets = |x: &(i32, i32)| r.iter().filter(|y| condition(x.1, y.1)).count();
+                let inner: usize = l.iter().map(|x| meets(x)).sum();
+                let kept: usize = l.iter().map(|x| meets(x).max(1)).sum();
+                let semi = l.iter().filter(|x| meets(x) > 0).count();
+                let pairs = rows_after_person_join(a, b, PersonJoin::Pairs).unwrap();
+                assert!(inner as u64 <= pairs && kept as u64 <= pairs);
+                let kept_left = rows_after_person_join(a, b, PersonJoin::KeepLeft).unwrap();
+                assert!(semi as u64 <= kept_left);
+            }
+        }
+        // Person 1 reaches the bound: 3 rows paired with 2 each.
+        assert_eq!(rows_after_person_join(a, b, PersonJoin::Pairs).unwrap(), 6);
     }
 }

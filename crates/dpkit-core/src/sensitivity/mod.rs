@@ -9,5 +9,5 @@ pub use global::{Neighbouring, Sensitivity};
 pub use grouped::{
     Calibration, Contribution, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
 };
-pub use joins::{PublicJoin, rows_after_public_join};
+pub use joins::{PersonJoin, PublicJoin, rows_after_person_join, rows_after_public_join};
 pub use sampling::{GaussianMixture, Norm, SampledSensitivity, sample_sensitivity};

@@ -14,7 +14,7 @@ use super::measuring::{Bounded, Measured, add_sum, summation_bounds};
 use super::moments::{average, dispersion_of};
 use super::quantiles;
 use super::{AggregateKind, AggregateRequest, Dispersion, Measurement, not_private, unalias};
-use crate::description::{Description, PrivacyUnit};
+
 use crate::error::Result;
 use dpkit_functions::clamp::clamp_to_bounds;
 use dpkit_total::{Sizes, Totaliser, Ty};
@@ -90,7 +90,7 @@ fn one(
     context: &Context<'_>,
     measured: &mut Measured,
 ) -> Result<(AggregateKind, Vec<usize>)> {
-    let (lineage, description) = (context.lineage, context.lineage.description);
+    let lineage = context.lineage;
     let Expr::AggregateFunction(function) = unalias(expr) else {
         return Err(not_private(format!(
             "'{name}' is not an aggregate dpkit supports"
@@ -105,7 +105,7 @@ fn one(
     if params.distinct {
         let function_name = function.func.name().to_ascii_lowercase();
         return match (function_name.as_str(), params.args.as_slice()) {
-            ("count", [argument]) if context.reads_table && is_id(argument, description) => {
+            ("count", [argument]) if context.reads_table && is_person(argument, lineage) => {
                 Ok(count_people(argument, measured))
             }
             ("count", [argument]) => count_values(argument, totaliser, measured),
@@ -216,14 +216,9 @@ fn sum(argument: Bounded, measured: &mut Measured) -> (AggregateKind, Vec<usize>
     (kind, vec![sum])
 }
 
-/// Whether `argument` is the id column of the id privacy unit.
-fn is_id(argument: &Expr, description: &Description) -> bool {
-    match &description.privacy_unit {
-        PrivacyUnit::Id { column, .. } => {
-            matches!(unalias(argument), Expr::Column(c) if &c.name == column)
-        }
-        PrivacyUnit::Row => false,
-    }
+/// Whether `argument` is a private table's own person column.
+fn is_person(argument: &Expr, lineage: &Lineage<'_>) -> bool {
+    matches!(unalias(argument), Expr::Column(c) if lineage.is_person(c))
 }
 
 /// `COUNT(DISTINCT id)` under the id privacy unit, read from the table's

@@ -42,7 +42,7 @@ impl Range {
 pub(super) fn range_of(expr: &Expr, lineage: &Lineage<'_>) -> Result<Option<Range>, ()> {
     match unalias(expr) {
         Expr::Column(column) => match lineage.origin(column).ok_or(())? {
-            Origin::Table(_) | Origin::Public(..) => {
+            Origin::Table(..) | Origin::Public(..) => {
                 let facts = lineage.facts(column).ok_or(())?;
                 let (low, high) = facts.bounds.ok_or(())?;
                 let integer =

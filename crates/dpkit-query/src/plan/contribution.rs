@@ -23,7 +23,7 @@ use dpkit_core::sensitivity::Contribution;
 
 use super::lineage::Lineage;
 use super::{not_private, sql_error};
-use crate::description::{Description, PrivacyUnit};
+use crate::description::Description;
 use crate::error::Result;
 
 const ROW_IN_GROUP: &str = "__dpkit_row_in_group";
@@ -128,22 +128,26 @@ fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
 }
 
-/// The column of `input` that is the table's own id column (followed
-/// through subqueries and joins, never by a name the query gives).
+/// The person each row of `input` belongs to: its private tables' own
+/// person columns (followed through subqueries and joins, never by a name
+/// the query gives), the first of them that is not NULL. Joins of private
+/// tables are on the person (see `joins`), so every person column of a row
+/// that is not NULL names its person, and each row keeps at least one (a
+/// LEFT JOIN pads only the other side with NULLs).
 fn person_column(input: &LogicalPlan, lineage: &Lineage<'_>) -> Result<Expr> {
-    let PrivacyUnit::Id { column: id, .. } = &lineage.description.privacy_unit else {
-        return Err(not_private("bounds per group need the id privacy unit"));
-    };
-    input
+    let mut persons: Vec<Expr> = input
         .schema()
         .columns()
         .into_iter()
-        .find(|c| lineage.table_column(c).is_some_and(|(name, _)| &name == id))
+        .filter(|c| lineage.is_person(c))
         .map(Expr::Column)
-        .ok_or_else(|| {
-            not_private(format!(
-                "this table bounds each person's rows per group: keep its id column '{id}' in \
-                 the query's subqueries, so that dpkit can tell whose rows reach the aggregate"
-            ))
-        })
+        .collect();
+    match persons.len() {
+        0 => Err(not_private(
+            "this table bounds each person's rows per group: keep its id column in the \
+             query's subqueries, so that dpkit can tell whose rows reach the aggregate",
+        )),
+        1 => Ok(persons.remove(0)),
+        _ => Ok(datafusion::functions::expr_fn::coalesce(persons)),
+    }
 }

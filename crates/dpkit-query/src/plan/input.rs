@@ -1,25 +1,24 @@
-//! What is below the aggregate: one scan of the private table, joined
-//! with public tables, with filters and subqueries whose every expression
-//! is rewritten into total form.
+//! What is below the aggregate: scans of private tables, joined with each
+//! other on the person and with public tables, with filters and subqueries
+//! whose every expression is rewritten into total form.
 
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 
 use super::reach::{Reach, Reads, Rewritten, Scope, merge_size};
+use super::tables::PrivateView;
 use super::{not_private, sql_error};
 use crate::error::{QueryError, Result};
 use dpkit_total::{Sizes, Totaliser};
 
-/// `plan` rebuilt with total expressions, or a refusal. Only the private
-/// table's view (inlined by the planner under the alias `table`), public
-/// tables, joins of the two (see `joins`), filters, projections and
-/// aliases are accepted.
+/// `plan` rebuilt with total expressions, or a refusal. Only private
+/// tables' views (each inlined by the planner under its table's name),
+/// public tables, joins (see `joins`), filters, projections and aliases are
+/// accepted.
 pub(super) fn rewrite(plan: &LogicalPlan, scope: &mut Scope<'_, '_>) -> Result<Rewritten> {
+    if let Some(table) = scope.tables.iter().find(|table| table.is(plan)) {
+        return Ok(private(plan, table));
+    }
     match plan {
-        LogicalPlan::SubqueryAlias(alias)
-            if alias.alias.table() == scope.table && alias.input.as_ref() == scope.view =>
-        {
-            Ok(private(plan, scope))
-        }
         LogicalPlan::TableScan(scan) => {
             if !scan.filters.is_empty() || scan.fetch.is_some() {
                 return Err(not_private(
@@ -27,8 +26,8 @@ pub(super) fn rewrite(plan: &LogicalPlan, scope: &mut Scope<'_, '_>) -> Result<R
                 ));
             }
             let name = scan.table_name.table();
-            if name == scope.table {
-                return Ok(private(plan, scope));
+            if let Some(table) = scope.tables.iter().find(|table| table.name == name) {
+                return Ok(private(plan, table));
             }
             let Some(public) = scope.public.get(name) else {
                 return Err(QueryError::Sql(format!(
@@ -87,7 +86,12 @@ pub(super) fn rewrite(plan: &LogicalPlan, scope: &mut Scope<'_, '_>) -> Result<R
             let join = super::joins::equalities_as_keys(join)?;
             let left = rewrite(&join.left, scope)?;
             let right = rewrite(&join.right, scope)?;
-            super::joins::joined(&join, (left, right), scope)
+            match (&left.reads, &right.reads) {
+                (Reads::Private(_), Reads::Private(_)) => {
+                    super::person_joins::joined(&join, (left, right), scope)
+                }
+                _ => super::joins::joined(&join, (left, right), scope),
+            }
         }
         LogicalPlan::Union(_) => Err(not_private("UNION is not supported")),
         LogicalPlan::Window(_) => Err(not_private("window functions are not supported")),
@@ -103,16 +107,17 @@ pub(super) fn rewrite(plan: &LogicalPlan, scope: &mut Scope<'_, '_>) -> Result<R
     }
 }
 
-/// The private table's view (or scan), as it is.
-fn private(plan: &LogicalPlan, scope: &Scope<'_, '_>) -> Rewritten {
+/// A private table's view (or scan), as it is.
+fn private(plan: &LogicalPlan, table: &PrivateView<'_>) -> Rewritten {
     Rewritten {
         plan: plan.clone(),
-        sizes: scope.base.clone(),
+        sizes: table.sizes.clone(),
         work: 0,
         reads: Reads::Private(Reach {
-            rows_per_person: scope.rows_per_person,
+            rows_per_person: table.facts.rows_per_person,
             fanout: 1,
             joins: Vec::new(),
+            notes: Vec::new(),
         }),
     }
 }
@@ -140,18 +145,15 @@ fn projected(
     Ok((exprs, computed))
 }
 
-/// Whether `plan` reads the table's own columns: scans of it, or filters
-/// and aliases over them, with no subquery that could rename a column.
-pub(super) fn reads_table_directly(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> bool {
+/// Whether `plan` reads one private table's own columns: a scan of it, or
+/// filters and aliases over one, with no subquery that could rename a
+/// column and no join.
+pub(super) fn reads_table_directly(plan: &LogicalPlan, tables: &[PrivateView<'_>]) -> bool {
     match plan {
-        LogicalPlan::SubqueryAlias(alias)
-            if alias.alias.table() == table && alias.input.as_ref() == view =>
-        {
-            true
-        }
-        LogicalPlan::TableScan(scan) => scan.table_name.table() == table,
-        LogicalPlan::Filter(filter) => reads_table_directly(&filter.input, table, view),
-        LogicalPlan::SubqueryAlias(alias) => reads_table_directly(&alias.input, table, view),
+        plan if tables.iter().any(|table| table.is(plan)) => true,
+        LogicalPlan::TableScan(scan) => tables.iter().any(|t| t.name == scan.table_name.table()),
+        LogicalPlan::Filter(filter) => reads_table_directly(&filter.input, tables),
+        LogicalPlan::SubqueryAlias(alias) => reads_table_directly(&alias.input, tables),
         _ => false,
     }
 }

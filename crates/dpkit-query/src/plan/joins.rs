@@ -1,4 +1,5 @@
-//! Joins of the private table with public tables.
+//! Joins of private tables with public tables (`person_joins` joins them
+//! with each other).
 //!
 //! A join with a public table maps each private row, on its own, to at most
 //! `m` rows, `m` being the most rows of the public side that one key value
@@ -20,7 +21,7 @@ use dpkit_total::{Sizes, Totaliser, Ty, check_work};
 
 use super::reach::{Reach, Reads, Rewritten, Scope, merge_size};
 use super::{not_private, sql_error};
-use crate::description::{Description, MAX_ROWS_PER_PERSON};
+use crate::description::MAX_ROWS_PER_PERSON;
 use crate::error::Result;
 
 /// `join` over its rewritten sides, its condition in total form, and how far
@@ -32,10 +33,7 @@ pub(super) fn joined(
 ) -> Result<Rewritten> {
     let private_left = match (&left.reads, &right.reads) {
         (Reads::Private(_), Reads::Private(_)) => {
-            return Err(not_private(
-                "a join of the private table with itself is not supported: it would pair one \
-                 person's rows with another's",
-            ));
+            return Err(sql_error("two private sides belong to `person_joins`"));
         }
         (Reads::Private(_), Reads::Public) => Some(true),
         (Reads::Public, Reads::Private(_)) => Some(false),
@@ -45,10 +43,7 @@ pub(super) fn joined(
         .map(|on_left| kind_of(join.join_type, on_left))
         .transpose()?;
     let (on, key_work) = keys(join, &left, &right)?;
-    let mut sizes = left.sizes.clone();
-    for (name, size) in &right.sizes {
-        merge_size(&mut sizes, name, *size);
-    }
+    let sizes = both_sizes(&left, &right);
     let (joined, filter_work) = rebuilt(join, (&left, &right), on, &sizes)?;
     let (Some(private_left), Some(kind)) = (private_left, kind) else {
         return Ok(Rewritten {
@@ -108,6 +103,9 @@ pub(super) fn joined(
     let work = private.above(per_row)?;
     let mut joins = reach.joins.clone();
     joins.push(said(built, &public.plan, matches, kind));
+    let tables = public_tables(&public.plan).join(", ");
+    let mut notes = reach.notes.clone();
+    notes.extend(fanout_note(&tables, reach.rows_per_person, rows_per_person));
     Ok(Rewritten {
         plan: joined,
         sizes,
@@ -116,6 +114,7 @@ pub(super) fn joined(
             rows_per_person,
             fanout,
             joins,
+            notes,
         }),
     })
 }
@@ -155,7 +154,11 @@ fn kind_of(join_type: JoinType, private_left: bool) -> Result<PublicJoin> {
 /// exactly when their keys are equal as values, which is what the public
 /// side's matches are counted by (a cast in the join could match `'01'`
 /// and `'1'` to one number, and a real number's `0.0` and `-0.0`).
-fn keys(join: &Join, left: &Rewritten, right: &Rewritten) -> Result<(Vec<(Expr, Expr)>, KeyWork)> {
+pub(super) fn keys(
+    join: &Join,
+    left: &Rewritten,
+    right: &Rewritten,
+) -> Result<(Vec<(Expr, Expr)>, KeyWork)> {
     let mut on_left = Totaliser::new(left.plan.schema(), &left.sizes);
     let mut on_right = Totaliser::new(right.plan.schema(), &right.sizes);
     let mut on = Vec::with_capacity(join.on.len());
@@ -189,9 +192,18 @@ fn keys(join: &Join, left: &Rewritten, right: &Rewritten) -> Result<(Vec<(Expr, 
 
 /// The work of a join's keys per row: computing them, and the bytes of
 /// text each hash or comparison reads.
-struct KeyWork {
-    computed: u64,
-    bytes: u64,
+pub(super) struct KeyWork {
+    pub(super) computed: u64,
+    pub(super) bytes: u64,
+}
+
+/// The sizes of both sides' columns.
+pub(super) fn both_sizes(left: &Rewritten, right: &Rewritten) -> Sizes {
+    let mut sizes = left.sizes.clone();
+    for (name, size) in &right.sizes {
+        merge_size(&mut sizes, name, *size);
+    }
+    sizes
 }
 
 /// The most rows a plan over public tables can hold before it is run (each
@@ -221,7 +233,7 @@ fn shown_type(data_type: &DataType) -> String {
 
 /// The join over the rewritten sides, its filter in total form, and the
 /// filter's work per pair of rows.
-fn rebuilt(
+pub(super) fn rebuilt(
     join: &Join,
     (left, right): (&Rewritten, &Rewritten),
     on: Vec<(Expr, Expr)>,
@@ -277,16 +289,15 @@ fn public_tables(plan: &LogicalPlan) -> Vec<String> {
     }
 }
 
-/// The note for a query whose joins let one person hold more rows than the
-/// table's cap: the noise grows with it, and a unique key would stop that.
-pub(super) fn fanout_note(reach: &Reach, description: &Description) -> Option<String> {
-    let capped = description.privacy_unit.rows_per_person();
-    (reach.rows_per_person > capped).then(|| {
+/// The note for a join with a public table whose key repeats: one person
+/// then holds more rows after it than before, and the noise grows with
+/// them; a unique key would stop that.
+fn fanout_note(table: &str, before: u64, after: u64) -> Option<String> {
+    (after > before).then(|| {
         format!(
-            "a join key repeats in a public table, so one person can hold up to {} rows after \
-             the joins (not {capped}), and the noise is scaled to that: a key that is unique \
-             in the public table keeps it at {capped}",
-            reach.rows_per_person
+            "a join key repeats in public table {table}, so one person can hold up to {after} \
+             rows after joining it (not {before}), and the noise is scaled to that: a key that \
+             is unique in the public table keeps it at {before}"
         )
     })
 }

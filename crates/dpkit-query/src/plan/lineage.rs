@@ -12,14 +12,15 @@
 use datafusion::common::{Column, JoinType};
 use datafusion::logical_expr::{Expr, LogicalPlan};
 
+use super::tables::PrivateView;
 use super::unalias;
 use crate::description::{ColumnFacts, Description};
 use crate::public_table::PublicTables;
 
 /// A column's origin.
 pub(super) enum Origin<'a> {
-    /// The table's own column of this name.
-    Table(String),
+    /// A private table's own column: (the table, the column's name).
+    Table(&'a PrivateView<'a>, String),
     /// A public table's column: (table, column).
     Public(String, String),
     /// An expression a subquery computes, over the plan below it.
@@ -31,11 +32,9 @@ pub(super) enum Origin<'a> {
 pub(super) struct Lineage<'a> {
     /// The plan whose output columns are asked about.
     pub(super) plan: &'a LogicalPlan,
-    /// The table's name.
-    pub(super) table: &'a str,
-    /// The typed, capped view the planner inlines under the table's name.
-    pub(super) view: &'a LogicalPlan,
-    /// The description, whose facts the table's own columns carry.
+    /// The private tables, whose own columns carry the description's facts.
+    pub(super) tables: &'a [PrivateView<'a>],
+    /// The description.
     pub(super) description: &'a Description,
     /// The public tables, whose columns carry the facts read from them.
     pub(super) public: &'a PublicTables,
@@ -52,53 +51,65 @@ impl<'a> Lineage<'a> {
     pub(super) fn origin(&self, column: &Column) -> Option<Origin<'a>> {
         #[cfg(feature = "planted-holes")]
         if dpkit_planted::is_planted(dpkit_planted::Hole::BorrowedFacts) {
-            return Some(Origin::Table(column.name.clone()));
+            return Some(Origin::Table(self.tables.first()?, column.name.clone()));
         }
-        origin(self.plan, column, self.table, self.view)
+        origin(self.plan, column, self.tables)
     }
 
     /// The facts of `column`: the description's, if it is the table's own,
     /// or a public table's, if it is one of its columns.
     pub(super) fn facts(&self, column: &Column) -> Option<&'a ColumnFacts> {
         match self.origin(column)? {
-            Origin::Table(name) => self.description.column(&name),
+            Origin::Table(table, name) => table.facts.columns.get(&name),
             Origin::Public(table, name) => self.public.get(&table)?.columns.get(&name),
             Origin::Computed(..) => None,
         }
     }
 
-    /// The table's column that `column` is, by its name in the table, with
-    /// the description's facts of it.
+    /// The private table's column that `column` is, by its name in the
+    /// table, with the description's facts of it.
     pub(super) fn table_column(&self, column: &Column) -> Option<(String, &'a ColumnFacts)> {
         match self.origin(column)? {
-            Origin::Table(name) => self.description.column(&name).map(|facts| (name, facts)),
+            Origin::Table(table, name) => table.facts.columns.get(&name).map(|f| (name, f)),
             Origin::Public(..) | Origin::Computed(..) => None,
         }
     }
 
-    /// Whether `plan` is the typed, capped view under the table's name:
-    /// dpkit's own plan, below which the query has nothing of its own.
+    /// Whether `column` is a private table's own person column, whose value
+    /// on each row is the person the row belongs to.
+    pub(super) fn is_person(&self, column: &Column) -> bool {
+        person_in(self.plan, column, self.tables)
+    }
+
+    /// Whether `plan` is a private table's typed, capped view under its
+    /// name: dpkit's own plan, below which the query has nothing of its own.
     pub(super) fn is_view(&self, plan: &LogicalPlan) -> bool {
-        is_view(plan, self.table, self.view)
+        self.tables.iter().any(|table| table.is(plan))
     }
 }
 
-fn is_view(plan: &LogicalPlan, table: &str, view: &LogicalPlan) -> bool {
-    matches!(plan, LogicalPlan::SubqueryAlias(alias)
-        if alias.alias.table() == table && alias.input.as_ref() == view)
+/// Whether `column` of `plan`'s output is a private table's own person
+/// column.
+pub(super) fn person_in(plan: &LogicalPlan, column: &Column, tables: &[PrivateView<'_>]) -> bool {
+    match origin(plan, column, tables) {
+        Some(Origin::Table(table, name)) => table.facts.person == Some(name.as_str()),
+        _ => false,
+    }
 }
 
 fn origin<'a>(
     plan: &'a LogicalPlan,
     column: &Column,
-    table: &str,
-    view: &LogicalPlan,
+    tables: &'a [PrivateView<'a>],
 ) -> Option<Origin<'a>> {
+    let own = |plan: &LogicalPlan| {
+        tables.iter().find(|table| match plan {
+            LogicalPlan::TableScan(scan) => scan.table_name.table() == table.name,
+            plan => table.is(plan),
+        })
+    };
     match plan {
-        plan if is_view(plan, table, view) => Some(Origin::Table(column.name.clone())),
-        LogicalPlan::TableScan(scan) if scan.table_name.table() == table => {
-            Some(Origin::Table(column.name.clone()))
-        }
+        plan if own(plan).is_some() => Some(Origin::Table(own(plan)?, column.name.clone())),
         LogicalPlan::TableScan(scan) => Some(Origin::Public(
             scan.table_name.table().to_string(),
             column.name.clone(),
@@ -114,19 +125,19 @@ fn origin<'a>(
             };
             let (qualifier, field) = side.schema().qualified_field(index);
             let inner = Column::new(qualifier.cloned(), field.name());
-            origin(side, &inner, table, view)
+            origin(side, &inner, tables)
         }
-        LogicalPlan::Filter(filter) => origin(&filter.input, column, table, view),
+        LogicalPlan::Filter(filter) => origin(&filter.input, column, tables),
         LogicalPlan::SubqueryAlias(alias) => {
             let index = alias.schema.index_of_column(column).ok()?;
             let (qualifier, field) = alias.input.schema().qualified_field(index);
             let inner = Column::new(qualifier.cloned(), field.name());
-            origin(&alias.input, &inner, table, view)
+            origin(&alias.input, &inner, tables)
         }
         LogicalPlan::Projection(projection) => {
             let index = projection.schema.index_of_column(column).ok()?;
             match unalias(&projection.expr[index]) {
-                Expr::Column(inner) => origin(&projection.input, inner, table, view),
+                Expr::Column(inner) => origin(&projection.input, inner, tables),
                 computed => Some(Origin::Computed(computed, &projection.input)),
             }
         }

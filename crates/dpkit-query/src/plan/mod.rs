@@ -27,8 +27,10 @@ mod measuring;
 mod moments;
 mod notes;
 mod outputs;
+mod person_joins;
 mod quantiles;
 mod reach;
+mod tables;
 
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, LogicalPlanBuilder, SortExpr};
@@ -39,9 +41,7 @@ use dpkit_release::{
 
 use crate::description::Description;
 use crate::error::{QueryError, Result};
-use crate::private_table::column_size;
 use crate::public_table::PublicTables;
-use dpkit_total::Sizes;
 pub(crate) use reach::MatchesOf;
 
 /// A query dpkit can answer privately: what it measures, and how the
@@ -266,13 +266,13 @@ fn has_aggregate_below(plan: &LogicalPlan) -> bool {
 /// column (its name and bounds), giving the public domain of its bins.
 pub(crate) type DomainOf<'a> = dyn FnMut(&Expr, &str, (i64, i64)) -> Result<Vec<String>> + 'a;
 
-/// What the planner reads: the description, the private table's view,
+/// What the planner reads: the description, the private tables' views,
 /// the public tables, and the engine's evaluators of public facts.
 pub(crate) struct Sources<'a, 'b> {
     /// The description.
     pub(crate) description: &'a Description,
-    /// The typed, capped view of the private table.
-    pub(crate) view: &'a LogicalPlan,
+    /// The typed, capped view of each private table, by name.
+    pub(crate) views: &'a [(String, LogicalPlan)],
     /// The public tables' facts.
     pub(crate) public: &'a PublicTables,
     /// Evaluates a GROUP BY expression over every value of one bounded
@@ -290,19 +290,16 @@ pub(crate) fn plan_private(
 ) -> Result<PrivateQuery> {
     let Sources {
         description,
-        view,
+        views,
         public,
         domain_of,
         matches_of,
     } = sources;
     let shape = peel(logical)?;
     let aggregate = shape.aggregate;
-    let base = base_sizes(view, description);
+    let tables = tables::private_views(description, views);
     let mut scope = reach::Scope {
-        table: &description.table,
-        view,
-        base: &base,
-        rows_per_person: description.privacy_unit.rows_per_person(),
+        tables: &tables,
         public,
         matches_of,
     };
@@ -315,11 +312,10 @@ pub(crate) fn plan_private(
     let (input, sizes, filter_work) = (rewritten.plan.clone(), &rewritten.sizes, rewritten.work);
     #[cfg(feature = "planted-holes")]
     let input = planted_cap_after_from(input, description)?;
-    let reads_table = input::reads_table_directly(&aggregate.input, &description.table, view);
+    let reads_table = input::reads_table_directly(&aggregate.input, &tables);
     let lineage = lineage::Lineage {
         plan: &aggregate.input,
-        table: &description.table,
-        view,
+        tables: &tables,
         description,
         public,
     };
@@ -372,7 +368,7 @@ pub(crate) fn plan_private(
         notes: notes::notes(aggregate, &lineage)
             .into_iter()
             .chain(quantiles::extremes_note(aggregate))
-            .chain(joins::fanout_note(reach, description))
+            .chain(reach.notes.iter().cloned())
             .collect(),
         joins: reach.joins.clone(),
     };
@@ -381,20 +377,6 @@ pub(crate) fn plan_private(
         plan,
         remote: None,
     })
-}
-
-/// The [`Size`](dpkit_total::Size) of each of the table's columns: text at most its
-/// `max_length` characters, anything else a number's length.
-fn base_sizes(view: &LogicalPlan, description: &Description) -> Sizes {
-    view.schema()
-        .fields()
-        .iter()
-        .map(|field| {
-            let text = field.data_type() == &datafusion::arrow::datatypes::DataType::Utf8;
-            let size = column_size(text, description.max_length(field.name()));
-            (field.name().clone(), size)
-        })
-        .collect()
 }
 
 /// The hole: the cap partitioned by whatever the query's FROM calls the id.

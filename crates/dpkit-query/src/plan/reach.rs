@@ -3,6 +3,7 @@
 
 use datafusion::logical_expr::{Expr, LogicalPlan};
 
+use super::tables::PrivateView;
 use crate::error::Result;
 use crate::public_table::PublicTables;
 use dpkit_total::{Size, Sizes, check_work};
@@ -13,21 +14,15 @@ pub(crate) type MatchesOf<'a> = dyn FnMut(LogicalPlan, Vec<Expr>) -> Result<u64>
 
 /// What the rewrite reads, and how to count a public key's matches.
 pub(super) struct Scope<'a, 'b> {
-    /// The private table's name.
-    pub(super) table: &'a str,
-    /// Its typed, capped view, which the planner inlines under `table`.
-    pub(super) view: &'a LogicalPlan,
-    /// The sizes of the view's columns.
-    pub(super) base: &'a Sizes,
-    /// The rows one person holds in the view.
-    pub(super) rows_per_person: u64,
+    /// The private tables, each with its typed, capped view.
+    pub(super) tables: &'a [PrivateView<'a>],
     /// The public tables.
     pub(super) public: &'a PublicTables,
     /// Counts a public key's matches.
     pub(super) matches_of: &'a mut MatchesOf<'b>,
 }
 
-/// A rewritten plan, its output columns' sizes, its work per row of the
+/// A rewritten plan, its output columns' sizes, its work per row of a
 /// private table, and what it reads.
 pub(super) struct Rewritten {
     pub(super) plan: LogicalPlan,
@@ -36,26 +31,28 @@ pub(super) struct Rewritten {
     pub(super) reads: Reads,
 }
 
-/// Whether a plan reads the private table, and how far one person reaches
+/// Whether a plan reads a private table, and how far one person reaches
 /// in its output.
 #[derive(Debug, Clone)]
 pub(super) enum Reads {
     /// Public tables only.
     Public,
-    /// The private table.
+    /// Private tables.
     Private(Reach),
 }
 
-/// How many output rows one person, and one row of the private table, can
+/// How many output rows one person, and one row of a private table, can
 /// make, and the joins that multiplied them.
 #[derive(Debug, Clone)]
 pub(super) struct Reach {
     /// Rows one person holds.
     pub(super) rows_per_person: u64,
-    /// Rows one row of the private table becomes.
+    /// Rows one row of a private table becomes.
     pub(super) fanout: u64,
-    /// What each join with a public table did, as `--explain` says it.
+    /// What each join did, as `--explain` says it.
     pub(super) joins: Vec<String>,
+    /// What the answer should tell of the joins (a public key that repeats).
+    pub(super) notes: Vec<String>,
 }
 
 impl Rewritten {

@@ -1,0 +1,136 @@
+//! Joins of private tables with each other, on the person: each of one
+//! person's rows meets only rows of the same person, so the join maps each
+//! person's rows on their own, and one person holds at most the product of
+//! the two sides' rows (`dpkit_core::sensitivity::joins` gives the argument
+//! and the number). Which columns name the person is followed through the
+//! plan to each table's own person column, never read from a name.
+
+use datafusion::common::{Column, JoinType, NullEquality};
+use datafusion::logical_expr::{Expr, Join, LogicalPlan};
+use dpkit_core::sensitivity::{PersonJoin, rows_after_person_join};
+
+use super::joins::{both_sizes, keys, rebuilt};
+use super::lineage::person_in;
+use super::reach::{Reach, Reads, Rewritten, Scope};
+use super::{not_private, sql_error, unalias};
+use crate::description::MAX_ROWS_PER_PERSON;
+use crate::error::Result;
+
+/// `join` of two private sides, its condition in total form, and how far
+/// one person reaches in its output.
+pub(super) fn joined(
+    join: &Join,
+    (left, right): (Rewritten, Rewritten),
+    scope: &mut Scope<'_, '_>,
+) -> Result<Rewritten> {
+    if scope
+        .tables
+        .iter()
+        .any(|table| table.facts.person.is_none())
+    {
+        return Err(not_private(
+            "a join of the private table with itself is not supported: it would pair one \
+             person's rows with another's",
+        ));
+    }
+    let kind = kind_of(join.join_type)?;
+    let person = on_the_person(join, scope)?;
+    let (on, key_work) = keys(join, &left, &right)?;
+    let sizes = both_sizes(&left, &right);
+    let (plan, filter_work) = rebuilt(join, (&left, &right), on, &sizes)?;
+    let (Reads::Private(l), Reads::Private(r)) = (&left.reads, &right.reads) else {
+        return Err(sql_error("a private side was lost"));
+    };
+    let too_far = |_| not_private("the join lets one person hold more rows than can be counted");
+    let rows_per_person =
+        rows_after_person_join(l.rows_per_person, r.rows_per_person, kind).map_err(too_far)?;
+    if rows_per_person > MAX_ROWS_PER_PERSON {
+        return Err(not_private(format!(
+            "the join lets one person hold up to {rows_per_person} rows, more than the \
+             {MAX_ROWS_PER_PERSON} any answer can bear: lower the tables' max_rows_per_person"
+        )));
+    }
+    // Each row of one side meets at most the other side's rows of its
+    // person: its key is computed and hashed once, then compared with, and
+    // the join's filter run on, each of those.
+    let per_row = |others: u64| {
+        let each = key_work.bytes.saturating_add(filter_work);
+        (key_work.computed.saturating_add(key_work.bytes))
+            .saturating_add(others.saturating_mul(each))
+    };
+    let work = left
+        .above(per_row(r.rows_per_person))?
+        .max(right.above(per_row(l.rows_per_person))?);
+    let fanout = (l.fanout.saturating_mul(r.rows_per_person))
+        .max(r.fanout.saturating_mul(l.rows_per_person));
+    let mut joins = [l.joins.clone(), r.joins.clone()].concat();
+    joins.push(said(&person, kind, rows_per_person));
+    Ok(Rewritten {
+        plan,
+        sizes,
+        work,
+        reads: Reads::Private(Reach {
+            rows_per_person,
+            fanout,
+            joins,
+            notes: [l.notes.clone(), r.notes.clone()].concat(),
+        }),
+    })
+}
+
+/// What the join does to each person's rows, by its type. A full outer
+/// join would keep both sides' unmatched rows: refused (not covered by
+/// the argument, and rarely what is meant).
+fn kind_of(join_type: JoinType) -> Result<PersonJoin> {
+    match join_type {
+        JoinType::Inner | JoinType::Left | JoinType::Right => Ok(PersonJoin::Pairs),
+        JoinType::LeftSemi | JoinType::LeftAnti => Ok(PersonJoin::KeepLeft),
+        JoinType::RightSemi | JoinType::RightAnti => Ok(PersonJoin::KeepRight),
+        _ => Err(not_private(
+            "a FULL JOIN of private tables is not supported: use JOIN or LEFT JOIN",
+        )),
+    }
+}
+
+/// The join's equality of the two sides' persons, as `(left, right)`
+/// column names, or a refusal: without it the join would pair one
+/// person's rows with another's. NULL must match nothing: a row that an
+/// outer join padded with NULLs names no person on that side.
+fn on_the_person(join: &Join, scope: &Scope<'_, '_>) -> Result<(String, String)> {
+    let refusal = || {
+        not_private(
+            "private tables join only on the person: add ON a.person = b.person, with each \
+             table's own person column (the description's id column, or a [private] table's \
+             person)",
+        )
+    };
+    if join.null_equality != NullEquality::NullEqualsNothing {
+        return Err(refusal());
+    }
+    #[cfg(feature = "planted-holes")]
+    if dpkit_planted::is_planted(dpkit_planted::Hole::PersonJoinOnAnyKey)
+        && let Some((l, r)) = join.on.first()
+    {
+        return Ok((l.to_string(), r.to_string()));
+    }
+    let person = |expr: &Expr, plan: &LogicalPlan| match unalias(expr) {
+        Expr::Column(column) if person_in(plan, column, scope.tables) => Some(column.clone()),
+        _ => None,
+    };
+    join.on
+        .iter()
+        .find_map(|(l, r)| {
+            let (l, r): (Column, Column) = (person(l, &join.left)?, person(r, &join.right)?);
+            Some((l.flat_name(), r.flat_name()))
+        })
+        .ok_or_else(refusal)
+}
+
+/// The join as `--explain` says it.
+fn said((left, right): &(String, String), kind: PersonJoin, rows: u64) -> String {
+    let each = match kind {
+        PersonJoin::Pairs => "pairs each person's rows with their own",
+        PersonJoin::KeepLeft | PersonJoin::KeepRight => "keeps or leaves out each person's rows",
+    };
+    format!("the join of private tables on {left} = {right} {each}: at most {rows} row(s) each")
+}

@@ -1,0 +1,237 @@
+//! Several private tables about the same people, joined on the person:
+//! answers on the bundled clinic data at a very large ε land on the exact
+//! truncated aggregates, computed here independently in SQLite, and joins
+//! that would pair one person's rows with another's are refused.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dpkit_core::rng::InsecureSeededRng;
+use dpkit_query::{Description, Ledger, QueryEngine, QueryError};
+use dpkit_release::{Cell, ReleasedTable};
+use fixture::{settings, value};
+
+fn clinic_folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/clinic")
+}
+
+fn clinic_text() -> String {
+    std::fs::read_to_string(clinic_folder().join("clinic.toml")).unwrap()
+}
+
+/// The clinic's engine, its description's text changed by `edit`.
+fn clinic(edit: impl Fn(String) -> String) -> QueryEngine {
+    let description = Description::from_toml(&edit(clinic_text()), &clinic_folder()).unwrap();
+    QueryEngine::open(description).unwrap()
+}
+
+/// `sql` answered at ε = 1000 with intervals at 1 − 10⁻⁶, by its keys.
+fn answered(engine: &QueryEngine, sql: &str, name: &str) -> BTreeMap<String, Vec<(f64, f64, f64)>> {
+    let path = std::env::temp_dir().join(format!("dpkit-several-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let ledger = Ledger::open(&path, 1000.0, 1e-3).unwrap();
+    let exact = dpkit_query::ReleaseSettings {
+        confidence: 1.0 - 1e-6,
+        ..settings(1000.0, 0.0)
+    };
+    let mut rng = InsecureSeededRng::from_seed_for_testing(7);
+    let answer: ReleasedTable = engine.answer(sql, &exact, &ledger, &mut rng).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let mut rows = BTreeMap::new();
+    for row in &answer.rows {
+        let (key, values) = match &row[0] {
+            Cell::Key(key) => (key.clone(), &row[1..]),
+            Cell::Value { .. } => (String::new(), &row[..]),
+        };
+        rows.insert(key, values.iter().map(value).collect());
+    }
+    rows
+}
+
+/// The clinic's three files in an SQLite database, with `kept` the visits
+/// as the engine keeps them: each person's first 12 in the order of every
+/// column.
+fn sqlite() -> rusqlite::Connection {
+    let db = rusqlite::Connection::open_in_memory().unwrap();
+    db.execute_batch(
+        "CREATE TABLE people(id INTEGER, age INTEGER, sex TEXT, region TEXT);
+         CREATE TABLE visits(person INTEGER, month INTEGER, department TEXT, cost INTEGER);
+         CREATE TABLE departments(department TEXT, kind TEXT);
+         CREATE VIEW kept AS SELECT person, month, department, MIN(MAX(cost, 0), 1500) AS cost
+           FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY person
+                 ORDER BY person, month, department, cost) AS n FROM visits)
+           WHERE n <= 12;",
+    )
+    .unwrap();
+    for (table, columns) in [("people", 4), ("visits", 4), ("departments", 2)] {
+        let text = std::fs::read_to_string(clinic_folder().join(format!("{table}.csv"))).unwrap();
+        let marks = vec!["?"; columns].join(", ");
+        let mut insert = db
+            .prepare(&format!("INSERT INTO {table} VALUES ({marks})"))
+            .unwrap();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split(',').collect();
+            insert
+                .execute(rusqlite::params_from_iter(fields.iter()))
+                .unwrap();
+        }
+    }
+    db
+}
+
+/// The rows of an SQLite query: a text key, then numbers.
+fn expected(db: &rusqlite::Connection, sql: &str) -> BTreeMap<String, Vec<f64>> {
+    let mut statement = db.prepare(sql).unwrap();
+    let columns = statement.column_count();
+    statement
+        .query_map([], |row| {
+            let key: String = row.get(0)?;
+            let values = (1..columns)
+                .map(|i| row.get::<_, f64>(i))
+                .collect::<rusqlite::Result<Vec<f64>>>()?;
+            Ok((key, values))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Every exact value lies in its interval, and the released value within
+/// `tolerance` of it.
+fn assert_lands(
+    released: &BTreeMap<String, Vec<(f64, f64, f64)>>,
+    exact: &BTreeMap<String, Vec<f64>>,
+    tolerance: &[f64],
+) {
+    assert_eq!(
+        released.keys().collect::<Vec<_>>(),
+        exact.keys().collect::<Vec<_>>()
+    );
+    for (key, values) in exact {
+        for (i, &exact) in values.iter().enumerate() {
+            let (value, low, high) = released[key][i];
+            assert!(
+                low <= exact && exact <= high && (value - exact).abs() <= tolerance[i],
+                "{key} column {i}: exact {exact}, released {value} in [{low}, {high}]"
+            );
+        }
+    }
+}
+
+#[test]
+fn joined_answers_land_on_the_truncated_aggregates_computed_in_sqlite() {
+    let engine = clinic(|text| text);
+    let db = sqlite();
+    let by_kind = "SELECT d.kind, COUNT(*) AS visits, SUM(v.cost) AS cost FROM visits v \
+                   JOIN departments d ON v.department = d.department GROUP BY d.kind";
+    let sql_by_kind = by_kind.replace("visits v", "kept v");
+    assert_lands(
+        &answered(&engine, by_kind, "kind"),
+        &expected(&db, &sql_by_kind),
+        &[0.5, 600.0],
+    );
+    let older = "SELECT p.region, COUNT(*) AS visits, SUM(v.cost) AS cost FROM people p \
+                 JOIN visits v ON v.person = p.id WHERE p.age >= 60 GROUP BY p.region";
+    assert_lands(
+        &answered(&engine, older, "older"),
+        &expected(&db, &older.replace("visits v", "kept v")),
+        &[0.5, 600.0],
+    );
+    // Everyone once, and once more for each visit past their first.
+    let everyone = "SELECT COUNT(*) AS n FROM people p LEFT JOIN visits v ON p.id = v.person";
+    let sql_everyone = "SELECT '', COUNT(*) FROM people p LEFT JOIN kept v ON p.id = v.person";
+    assert_lands(
+        &answered(&engine, everyone, "everyone"),
+        &expected(&db, sql_everyone),
+        &[0.5],
+    );
+}
+
+#[test]
+fn bounds_per_group_truncate_each_persons_rows_after_the_join() {
+    // Each person counts in at most 2 departments (those first by name),
+    // once in each.
+    let engine = clinic(|text| {
+        text.replace(
+            "max_rows_per_person = 1\n",
+            "max_rows_per_person = 1\nmax_groups_per_person = 2\nmax_rows_per_group = 1\n",
+        )
+    });
+    let sql = "SELECT v.department, COUNT(*) AS n FROM people p JOIN visits v \
+               ON p.id = v.person GROUP BY v.department";
+    let independent = "SELECT department, COUNT(*) FROM (
+                         SELECT person, department, DENSE_RANK() OVER
+                           (PARTITION BY person ORDER BY department) AS g
+                         FROM (SELECT DISTINCT person, department FROM kept))
+                       WHERE g <= 2 GROUP BY department";
+    assert_lands(
+        &answered(&engine, sql, "bounded"),
+        &expected(&sqlite(), independent),
+        &[0.5],
+    );
+}
+
+fn refused(engine: &QueryEngine, sql: &str, says: &str) {
+    match engine.plan(sql) {
+        Err(QueryError::NotPrivate(reason)) => {
+            assert!(reason.contains(says), "{sql}: {reason}")
+        }
+        other => panic!("{sql}: expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn joins_that_would_pair_two_peoples_rows_are_refused() {
+    let engine = clinic(|text| text);
+    let on_the_person = "private tables join only on the person";
+    for sql in [
+        // A key that is not the person.
+        "SELECT COUNT(*) FROM people p JOIN visits v ON p.age = v.month",
+        // The person computed, or renamed from another column.
+        "SELECT COUNT(*) FROM people p JOIN visits v ON p.id = v.person + 0",
+        "SELECT COUNT(*) FROM people p JOIN (SELECT month AS person FROM visits) v \
+         ON p.id = v.person",
+        "SELECT COUNT(*) FROM people p JOIN (SELECT person * 1 AS person FROM visits) v \
+         ON p.id = v.person",
+        // The person only as a condition that is not an equality.
+        "SELECT COUNT(*) FROM people p JOIN visits v ON p.id = v.person OR p.age = v.month",
+        "SELECT COUNT(*) FROM people p JOIN visits v ON p.id <= v.person",
+        // NULLs matching NULLs would pair padded rows of different people.
+        "SELECT COUNT(*) FROM people p JOIN visits v ON p.id IS NOT DISTINCT FROM v.person",
+        "SELECT COUNT(*) FROM people p, visits v",
+    ] {
+        refused(&engine, sql, on_the_person);
+    }
+    refused(
+        &engine,
+        "SELECT COUNT(*) FROM people p FULL JOIN visits v ON p.id = v.person",
+        "FULL JOIN",
+    );
+}
+
+#[test]
+fn each_person_reaches_the_product_of_their_rows_and_explain_says_so() {
+    let engine = clinic(|text| text);
+    let settings = settings(1.0, 0.0);
+    let joined = "SELECT COUNT(*) FROM people p JOIN visits v ON p.id = v.person";
+    let explained = engine.explain(joined, &settings).unwrap();
+    assert!(
+        explained.contains("each person has at most 12 row(s) after the joins")
+            && explained.contains("the join of private tables on p.id = v.person"),
+        "{explained}"
+    );
+    // Each of a person's 12 visits meets their 12 visits.
+    let twice = "SELECT COUNT(*) FROM visits a JOIN visits b ON a.person = b.person";
+    let explained = engine.explain(twice, &settings).unwrap();
+    assert!(
+        explained.contains("at most 144 row(s) after the joins"),
+        "{explained}"
+    );
+    // Kept or left out: a semi-join keeps each person's own rows.
+    let semi = "SELECT COUNT(*) FROM people p LEFT SEMI JOIN visits v ON p.id = v.person";
+    let explained = engine.explain(semi, &settings).unwrap();
+    assert!(explained.contains("at most 1 row(s) after"), "{explained}");
+}

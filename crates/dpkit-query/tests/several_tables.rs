@@ -172,6 +172,20 @@ fn bounds_per_group_truncate_each_persons_rows_after_the_join() {
         &expected(&sqlite(), independent),
         &[0.5],
     );
+    // Every group a person has, once in each: the rows per group alone
+    // (a plan of one window, partitioned by the person of the joined rows).
+    let engine = clinic(|text| {
+        text.replace(
+            "max_rows_per_person = 1\n",
+            "max_rows_per_person = 1\nmax_groups_per_person = 12\nmax_rows_per_group = 1\n",
+        )
+    });
+    let independent = "SELECT department, COUNT(DISTINCT person) FROM kept GROUP BY department";
+    assert_lands(
+        &answered(&engine, sql, "once-each"),
+        &expected(&sqlite(), independent),
+        &[0.5],
+    );
 }
 
 fn refused(engine: &QueryEngine, sql: &str, says: &str) {

@@ -28,6 +28,7 @@ use crate::error::Result;
 
 const ROW_IN_GROUP: &str = "__dpkit_row_in_group";
 const GROUP_OF_PERSON: &str = "__dpkit_group_of_person";
+const PERSON: &str = "__dpkit_person";
 
 /// What one person may contribute to this query: `rows` (after joins) and
 /// the description's bounds per group, if any.
@@ -55,7 +56,7 @@ pub(super) fn truncated(
     if dpkit_planted::is_planted(dpkit_planted::Hole::UntruncatedGroups) {
         return Ok(input);
     }
-    let id = person_column(&input, lineage)?;
+    let (input, id) = with_person(input, lineage)?;
     let keys: Vec<Expr> = keys.iter().map(|k| k.clone().unalias()).collect();
     for key in &keys {
         injective_key(key, &input)?;
@@ -71,6 +72,7 @@ pub(super) fn truncated(
         .schema()
         .columns()
         .into_iter()
+        .filter(|c| c.name != PERSON)
         .map(Expr::Column)
         .collect();
     let whole_row = columns.iter().map(|c| c.clone().sort(true, true)).collect();
@@ -128,13 +130,15 @@ fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
 }
 
-/// The person each row of `input` belongs to: its private tables' own
-/// person columns (followed through subqueries and joins, never by a name
-/// the query gives), the first of them that is not NULL. Joins of private
-/// tables are on the person (see `joins`), so every person column of a row
-/// that is not NULL names its person, and each row keeps at least one (a
-/// LEFT JOIN pads only the other side with NULLs).
-fn person_column(input: &LogicalPlan, lineage: &Lineage<'_>) -> Result<Expr> {
+/// `input` and the person each of its rows belongs to: its private
+/// tables' own person columns (followed through subqueries and joins, never
+/// by a name the query gives), the first of them that is not NULL, as a
+/// column of its own when there are several (DataFusion partitions a
+/// window by a column, not by an expression over a join). Joins of private
+/// tables are on the person (see `person_joins`), so every person column of
+/// a row that is not NULL names its person, and each row keeps at least one
+/// (a LEFT JOIN pads only the other side with NULLs).
+fn with_person(input: LogicalPlan, lineage: &Lineage<'_>) -> Result<(LogicalPlan, Expr)> {
     let mut persons: Vec<Expr> = input
         .schema()
         .columns()
@@ -142,12 +146,25 @@ fn person_column(input: &LogicalPlan, lineage: &Lineage<'_>) -> Result<Expr> {
         .filter(|c| lineage.is_person(c))
         .map(Expr::Column)
         .collect();
-    match persons.len() {
-        0 => Err(not_private(
-            "this table bounds each person's rows per group: keep its id column in the \
-             query's subqueries, so that dpkit can tell whose rows reach the aggregate",
-        )),
-        1 => Ok(persons.remove(0)),
-        _ => Ok(datafusion::functions::expr_fn::coalesce(persons)),
+    if persons.len() < 2 {
+        let person = persons.pop().ok_or_else(|| {
+            not_private(
+                "this table bounds each person's rows per group: keep its id column in the \
+                 query's subqueries, so that dpkit can tell whose rows reach the aggregate",
+            )
+        })?;
+        return Ok((input, person));
     }
+    let mut projected: Vec<Expr> = input
+        .schema()
+        .columns()
+        .into_iter()
+        .map(Expr::Column)
+        .collect();
+    projected.push(datafusion::functions::expr_fn::coalesce(persons).alias(PERSON));
+    let plan = LogicalPlanBuilder::from(input)
+        .project(projected)
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(sql_error)?;
+    Ok((plan, column(PERSON)))
 }

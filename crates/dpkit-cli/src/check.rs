@@ -20,13 +20,22 @@ pub struct CheckArgs {
     description: PathBuf,
 }
 
-/// Runs `dpkit check`: true (exit status 3) when the data holds values the
-/// description does not expect.
+/// Runs `dpkit check` on each private table: true (exit status 3) when the
+/// data holds values the description does not expect.
 pub fn run(args: &CheckArgs) -> Result<bool> {
     let description = Description::load(&args.description)?;
-    let report = check(&description)?;
-    write_stdout(&report_text(&description, &report))?;
-    Ok(!report.is_clean())
+    let mut unexpected = false;
+    // Each private table against its own file: the description's, then
+    // each `[private]` one's.
+    for name in description.private_names() {
+        let Some(alone) = description.alone(name) else {
+            continue;
+        };
+        let report = check(&alone)?;
+        write_stdout(&report_text(&alone, &report))?;
+        unexpected |= !report.is_clean();
+    }
+    Ok(unexpected)
 }
 
 /// The report: a header, a line per column, the cap's line, a verdict.

@@ -470,8 +470,40 @@ impl Description {
     }
 
     /// The description of the private table `name` read on its own, as the
-    /// engine registers it (capped by its person column).
-    pub(crate) fn alone(&self, name: &str) -> Option<Description> {
+    /// engine registers it (capped by its person column), for checking it
+    /// against its file (`dpkit check`).
+    ///
+    /// ```
+    /// use dpkit_query::description::{Description, PrivacyUnit};
+    /// let text = r#"
+    /// [table]
+    /// name = "people"
+    /// file = "people.csv"
+    /// [privacy_unit]
+    /// kind = "id"
+    /// column = "id"
+    /// max_rows_per_person = 1
+    /// [budget]
+    /// epsilon = 1.0
+    /// [columns.id]
+    /// type = "integer"
+    /// [private.visits]
+    /// file = "visits.csv"
+    /// person = "person"
+    /// max_rows_per_person = 12
+    /// [private.visits.columns.person]
+    /// type = "integer"
+    /// "#;
+    /// let description = Description::from_toml(text, std::path::Path::new(".")).unwrap();
+    /// assert_eq!(description.private_names().collect::<Vec<_>>(), ["people", "visits"]);
+    /// let visits = description.alone("visits").unwrap();
+    /// assert_eq!(visits.file, std::path::Path::new("./visits.csv"));
+    /// assert_eq!(
+    ///     visits.privacy_unit,
+    ///     PrivacyUnit::Id { column: "person".into(), max_rows: 12 }
+    /// );
+    /// ```
+    pub fn alone(&self, name: &str) -> Option<Description> {
         if name == self.table {
             return Some(self.clone());
         }
@@ -696,8 +728,14 @@ fn columns_facts(raw: BTreeMap<String, RawColumn>) -> Result<BTreeMap<String, Co
 }
 
 /// Whether two paths name one file (the same path, or one file through
-/// links, when both exist).
+/// symbolic or hard links, when both exist).
 fn same_file(a: &Path, b: &Path) -> bool {
+    // One file under two names (a hard link) has one device and inode.
+    #[cfg(unix)]
+    if let (Ok(a), Ok(b)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        use std::os::unix::fs::MetadataExt;
+        return (a.dev(), a.ino()) == (b.dev(), b.ino());
+    }
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
@@ -1114,5 +1152,20 @@ mod tests {
         // A public table may not read a further private table's file.
         let public = format!("{}[public.p]\nfile = \"v.csv\"\n", visits(listed));
         assert_refused(describe("", id, BUDGET, &public), "public reads private");
+    }
+
+    #[test]
+    fn a_hard_link_to_a_private_file_is_the_private_file() {
+        let folder = std::env::temp_dir().join(format!("dpkit-hard-link-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("t.csv"), "person,c\n").unwrap();
+        let _ = std::fs::remove_file(folder.join("link.csv"));
+        std::fs::hard_link(folder.join("t.csv"), folder.join("link.csv")).unwrap();
+        let text = format!(
+            "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\n{ROW}\n\
+             [budget]\n{BUDGET}\n[public.p]\nfile = \"link.csv\"\n"
+        );
+        assert_refused(Description::from_toml(&text, &folder), "a hard link");
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 }

@@ -183,7 +183,7 @@ impl QueryEngine {
     /// table name; its further private tables are read from their files.
     pub fn with_table(description: Description, provider: Arc<dyn TableProvider>) -> Result<Self> {
         let name = description.table.clone();
-        Self::with_tables_and_public(description, vec![(name, provider)], None)
+        Self::with_tables_and_public(description, vec![(name, provider)], None, false)
     }
 
     /// Serves each private table from its provider, by the table's name
@@ -193,15 +193,17 @@ impl QueryEngine {
         description: Description,
         providers: Vec<(String, Arc<dyn TableProvider>)>,
     ) -> Result<Self> {
-        Self::with_tables_and_public(description, providers, None)
+        Self::with_tables_and_public(description, providers, None, false)
     }
 
     /// [`QueryEngine::with_tables`], with the public tables already read,
-    /// if they were (otherwise they are read now).
+    /// if they were (otherwise they are read now); the providers' rows are
+    /// already capped per person when `capped` says so.
     fn with_tables_and_public(
         description: Description,
         mut providers: Vec<(String, Arc<dyn TableProvider>)>,
         public: Option<crate::public_table::PublicTables>,
+        capped: bool,
     ) -> Result<Self> {
         let runtime = runtime()?;
         let context = session();
@@ -213,7 +215,9 @@ impl QueryEngine {
             let provided = providers.iter().position(|(n, _)| n == name);
             let view = match provided.map(|at| providers.swap_remove(at).1) {
                 Some(provider) => runtime.block_on(crate::private_table::register_provider(
-                    &context, &alone, provider,
+                    &context,
+                    &alone,
+                    (provider, capped),
                 ))?,
                 None => runtime.block_on(crate::private_table::register_file(&context, &alone))?,
             };
@@ -237,32 +241,38 @@ impl QueryEngine {
         })
     }
 
-    /// Opens the description's data file and reads it whole into memory.
-    /// Every row is read now, so a file that does not parse is refused here,
-    /// once, rather than failing every query. A table in a database is
-    /// not copied: it is queried where it lives, as [`QueryEngine::open`] does.
+    /// Opens the description's data files and reads them whole into
+    /// memory, as [`QueryEngine::held_in_memory`] does.
     pub fn open_in_memory(description: Description) -> Result<Self> {
-        let on_disk = Self::open(description)?;
-        if on_disk.database.is_some() {
-            return Ok(on_disk);
+        Self::open(description)?.held_in_memory()
+    }
+
+    /// The engine with each private table's rows read once, typed and
+    /// capped per person as every query reads them, and held in memory:
+    /// queries then pay for neither the casts nor the cap (a sort of the
+    /// whole table). Every row is read now, so a file that does not parse
+    /// is refused here, once, rather than failing every query. A table in a
+    /// database is not copied: it is queried where it lives.
+    pub fn held_in_memory(self) -> Result<Self> {
+        if self.database.is_some() {
+            return Ok(self);
         }
         let mut providers: Vec<(String, Arc<dyn TableProvider>)> = Vec::new();
-        for name in on_disk.description.private_names() {
-            let Some(alone) = on_disk.description.alone(name) else {
-                continue;
-            };
-            let read = crate::private_table::typed_table(&on_disk.context, &alone);
-            let (schema, table) = on_disk.block_on(read)?;
+        for name in self.description.private_names() {
+            let read = crate::private_table::capped_table(&self.context, name);
+            let (schema, batches) = self.block_on(read)?;
+            let partitions = partitioned(batches);
             let provider =
-                datafusion::datasource::MemTable::try_new(schema, vec![table]).map_err(|e| {
+                datafusion::datasource::MemTable::try_new(schema, partitions).map_err(|e| {
                     QueryError::Unreadable(format!("cannot hold the table in memory: {e}"))
                 })?;
             providers.push((name.to_string(), Arc::new(provider)));
         }
         Self::with_tables_and_public(
-            on_disk.description.clone(),
+            self.description.clone(),
             providers,
-            Some(on_disk.public.clone()),
+            Some(self.public.clone()),
+            true,
         )
     }
 
@@ -849,6 +859,20 @@ fn counted_cells(pairs: &StructArray) -> Result<(GridValue, Histogram)> {
     dpkit_release::add_counts(&mut counted, &pairs);
     let total = counted.iter().map(|&(_, count)| i128::from(count)).sum();
     Ok((GridValue::whole(total), counted))
+}
+
+/// `batches` dealt round-robin into one partition per core, so that a
+/// table held in memory is scanned in parallel.
+fn partitioned(
+    batches: Vec<datafusion::arrow::array::RecordBatch>,
+) -> Vec<Vec<datafusion::arrow::array::RecordBatch>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut partitions = vec![Vec::new(); cores.min(batches.len()).max(1)];
+    let count = partitions.len();
+    for (i, batch) in batches.into_iter().enumerate() {
+        partitions[i % count].push(batch);
+    }
+    partitions
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

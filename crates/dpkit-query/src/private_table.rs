@@ -144,7 +144,7 @@ pub(crate) async fn register_file(
             .register_csv(raw.as_str(), &path, options)
             .await
             .map_err(|_| data_error(format!("cannot read {path}")))?;
-        return register_view(context, description).await;
+        return register_view(context, description, true).await;
     }
     register_raw(
         context,
@@ -153,7 +153,7 @@ pub(crate) async fn register_file(
         &description.columns,
     )
     .await?;
-    register_view(context, description).await
+    register_view(context, description, true).await
 }
 
 /// Registers the CSV or Parquet `file` as `name`, every CSV column read as
@@ -195,16 +195,17 @@ pub(crate) async fn register_raw(
     }
 }
 
-/// Registers `provider` as the raw table, then the typed, capped view of it.
+/// Registers `provider` as the raw table, then the typed, capped view of
+/// it (not capped again when its rows are [`capped_table`]'s).
 pub(crate) async fn register_provider(
     context: &SessionContext,
     description: &Description,
-    provider: Arc<dyn TableProvider>,
+    (provider, capped): (Arc<dyn TableProvider>, bool),
 ) -> Result<LogicalPlan> {
     context
         .register_table(raw_table_name(&description.table).as_str(), provider)
         .map_err(|e| data_error(e.to_string()))?;
-    register_view(context, description).await
+    register_view(context, description, !capped).await
 }
 
 pub(crate) fn column(name: &str) -> Expr {
@@ -227,7 +228,36 @@ pub(crate) fn typed_column(description: &Description, name: &str) -> Expr {
     if dpkit_planted::is_planted(dpkit_planted::Hole::InferredTypes) {
         return column(name).alias(name);
     }
-    typed_as(name, description.column(name))
+    let facts = description.column(name);
+    let person =
+        matches!(&description.privacy_unit, PrivacyUnit::Id { column, .. } if column == name);
+    match facts {
+        Some(facts) if person && facts.kind == ColumnKind::Text => {
+            whole_or_no_one(name, facts.max_length())
+        }
+        _ => typed_as(name, facts),
+    }
+}
+
+/// A text person column as the view reads it: whole, or NULL (the row is
+/// then no one's, and left out) when it is longer than `max_length`. Cut,
+/// two people whose ids begin alike would be one person, whose cap would
+/// then keep one's rows by the other's (a red-team helper joined one
+/// person's row to another's visits so). Written with `dpkit_cut_text`
+/// alone, which every database backend runs: a text is at most `length`
+/// characters when cutting it at `length + 1` cuts nothing more.
+fn whole_or_no_one(name: &str, length: u32) -> Expr {
+    use datafusion::logical_expr::expr::Case;
+    let text = try_cast(column(name), DataType::Utf8);
+    let cut = |at: u32| dpkit_functions::cut_text::cut_text(text.clone(), at);
+    let whole = cut(length.saturating_add(1)).eq(cut(length));
+    let no_one = Expr::Literal(datafusion::common::ScalarValue::Utf8(None), None);
+    let case = Case::new(
+        None,
+        vec![(Box::new(whole), Box::new(cut(length)))],
+        Some(Box::new(no_one)),
+    );
+    Expr::Case(case).alias(name)
 }
 
 /// The [`dpkit_total::Size`] of a column as the typed view reads it: text
@@ -271,11 +301,12 @@ async fn raw_table(
     Ok((raw, names))
 }
 
-/// The raw table read whole, typed as the view types it: held in memory,
-/// the view's casts then cost nothing per query.
-pub(crate) async fn typed_table(
+/// The table's view read whole: its rows typed as declared and capped per
+/// person, as every query reads them. Held in memory, neither the casts nor
+/// the cap (a sort of the whole table) cost anything per query.
+pub(crate) async fn capped_table(
     context: &SessionContext,
-    description: &Description,
+    name: &str,
 ) -> Result<(
     datafusion::arrow::datatypes::SchemaRef,
     Vec<datafusion::arrow::array::RecordBatch>,
@@ -285,26 +316,28 @@ pub(crate) async fn typed_table(
             "the data file does not parse (details withheld: they could quote private values)",
         )
     };
-    let (raw, names) = raw_table(context, description).await.map_err(unreadable)?;
-    let typed = raw
-        .select(typed_columns(description, &names))
-        .map_err(unreadable)?;
-    let schema = typed.schema().inner().clone();
-    Ok((schema, typed.collect().await.map_err(unreadable)?))
+    let view = context.table(name).await.map_err(unreadable)?;
+    let schema = view.schema().inner().clone();
+    Ok((schema, view.collect().await.map_err(unreadable)?))
 }
 
-/// Registers the view and returns its plan: the planner inlines it into
-/// queries, where `plan::input` recognises it.
-async fn register_view(context: &SessionContext, description: &Description) -> Result<LogicalPlan> {
+/// Registers the view, capped per person when `cap` says so, and returns
+/// its plan: the planner inlines it into queries, where `plan::input`
+/// recognises it.
+async fn register_view(
+    context: &SessionContext,
+    description: &Description,
+    cap: bool,
+) -> Result<LogicalPlan> {
     let failed = |e: datafusion::error::DataFusionError| data_error(e.to_string());
     let (raw, names) = raw_table(context, description).await.map_err(failed)?;
     check_columns(&description.columns, &names)?;
     let typed = typed_columns(description, &names);
     let mut view = raw.select(typed).map_err(failed)?;
     #[cfg(feature = "planted-holes")]
-    let capped = !dpkit_planted::is_planted(dpkit_planted::Hole::CapAfterFrom);
+    let capped = cap && !dpkit_planted::is_planted(dpkit_planted::Hole::CapAfterFrom);
     #[cfg(not(feature = "planted-holes"))]
-    let capped = true;
+    let capped = cap;
     if let (
         PrivacyUnit::Id {
             column: id,

@@ -804,7 +804,7 @@ fn bounds_per_group_count_each_person_once_per_group() {
         .engine
         .plan("SELECT s, COUNT(*) FROM (SELECT shop AS s FROM visits) t GROUP BY s");
     assert!(
-        matches!(&dropped, Err(QueryError::NotPrivate(m)) if m.contains("keep its id column")),
+        matches!(&dropped, Err(QueryError::NotPrivate(m)) if m.contains("keep the person column")),
         "{dropped:?}"
     );
 }

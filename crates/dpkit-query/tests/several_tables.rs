@@ -123,20 +123,28 @@ fn assert_lands(
 
 #[test]
 fn joined_answers_land_on_the_truncated_aggregates_computed_in_sqlite() {
-    let engine = clinic(|text| text);
+    let read = clinic(|text| text);
+    // Held in memory, as the service holds it: typed and capped once.
+    let held = clinic(|text| text).held_in_memory().unwrap();
+    for engine in [read, held] {
+        joined_answers_land(&engine);
+    }
+}
+
+fn joined_answers_land(engine: &QueryEngine) {
     let db = sqlite();
     let by_kind = "SELECT d.kind, COUNT(*) AS visits, SUM(v.cost) AS cost FROM visits v \
                    JOIN departments d ON v.department = d.department GROUP BY d.kind";
     let sql_by_kind = by_kind.replace("visits v", "kept v");
     assert_lands(
-        &answered(&engine, by_kind, "kind"),
+        &answered(engine, by_kind, "kind"),
         &expected(&db, &sql_by_kind),
         &[0.5, 600.0],
     );
     let older = "SELECT p.region, COUNT(*) AS visits, SUM(v.cost) AS cost FROM people p \
                  JOIN visits v ON v.person = p.id WHERE p.age >= 60 GROUP BY p.region";
     assert_lands(
-        &answered(&engine, older, "older"),
+        &answered(engine, older, "older"),
         &expected(&db, &older.replace("visits v", "kept v")),
         &[0.5, 600.0],
     );
@@ -144,7 +152,7 @@ fn joined_answers_land_on_the_truncated_aggregates_computed_in_sqlite() {
     let everyone = "SELECT COUNT(*) AS n FROM people p LEFT JOIN visits v ON p.id = v.person";
     let sql_everyone = "SELECT '', COUNT(*) FROM people p LEFT JOIN kept v ON p.id = v.person";
     assert_lands(
-        &answered(&engine, everyone, "everyone"),
+        &answered(engine, everyone, "everyone"),
         &expected(&db, sql_everyone),
         &[0.5],
     );
@@ -248,4 +256,69 @@ fn each_person_reaches_the_product_of_their_rows_and_explain_says_so() {
     let semi = "SELECT COUNT(*) FROM people p LEFT SEMI JOIN visits v ON p.id = v.person";
     let explained = engine.explain(semi, &settings).unwrap();
     assert!(explained.contains("at most 1 row(s) after"), "{explained}");
+}
+
+#[test]
+fn truncation_refuses_a_person_column_that_an_outer_join_pads() {
+    // Only the padded side's person is kept: every unmatched visit would
+    // name no one, and all of them would be truncated as one person.
+    let engine = clinic(|text| {
+        text.replace(
+            "max_rows_per_person = 1\n",
+            "max_rows_per_person = 1\nmax_rows_per_group = 1\n",
+        )
+    });
+    let padded = "SELECT SUM(t.cost) FROM (SELECT p.id, v.cost FROM people p \
+                  RIGHT JOIN visits v ON p.id = v.person) t";
+    refused(&engine, padded, "keep the person column");
+    let kept = "SELECT SUM(t.cost) FROM (SELECT v.person, v.cost FROM people p \
+                RIGHT JOIN visits v ON p.id = v.person) t";
+    assert!(engine.plan(kept).is_ok());
+}
+
+/// Writes `files` to a folder of the test's own and opens `description`.
+fn opened(name: &str, files: &[(&str, &str)], description: &str) -> QueryEngine {
+    let folder = std::env::temp_dir().join(format!("dpkit-several-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    for (file, text) in files {
+        std::fs::write(folder.join(file), text).unwrap();
+    }
+    QueryEngine::open(Description::from_toml(description, &folder).unwrap()).unwrap()
+}
+
+#[test]
+fn a_text_id_longer_than_its_max_length_is_no_ones_rather_than_cut() {
+    // Cut to 3 characters, "alice" and "alicia" would be one person "ali",
+    // whose cap keeps one of their rows, and "alice"'s row would join the
+    // visits of "ali", someone else.
+    let description = "[table]\nname = \"people\"\nfile = \"people.csv\"\n\
+        [privacy_unit]\nkind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 1\n\
+        [budget]\nepsilon = 1000\n\
+        [columns.id]\ntype = \"text\"\nmax_length = 3\n\
+        [private.visits]\nfile = \"visits.csv\"\nperson = \"person\"\nmax_rows_per_person = 2\n\
+        [private.visits.columns.person]\ntype = \"text\"\nmax_length = 10\n";
+    let engine = opened(
+        "cut-ids",
+        &[
+            ("people.csv", "id\nalice\nalicia\nbob\n"),
+            ("visits.csv", "person,month\nali,1\nali,2\nbob,1\n"),
+        ],
+        description,
+    );
+    let count = |sql: &str| answered(&engine, sql, "cut-ids-ledger")[""][0].0.round();
+    // bob alone: alice and alicia are no one's (cut, they were one "ali").
+    assert_eq!(count("SELECT COUNT(*) AS n FROM people"), 1.0);
+    // bob's visit; ali's two meet no one (cut, they met alice's row).
+    assert_eq!(
+        count("SELECT COUNT(*) AS n FROM people p JOIN visits v ON v.person = p.id"),
+        1.0
+    );
+}
+
+#[test]
+fn a_bounded_key_is_read_from_its_own_side_of_a_join_of_like_named_columns() {
+    let engine = clinic(|text| text);
+    let sql = "SELECT v.month, COUNT(*) AS n FROM visits v JOIN visits w \
+               ON v.person = w.person GROUP BY v.month";
+    assert_eq!(answered(&engine, sql, "months").len(), 12);
 }

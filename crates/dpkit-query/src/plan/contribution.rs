@@ -28,7 +28,6 @@ use crate::error::Result;
 
 const ROW_IN_GROUP: &str = "__dpkit_row_in_group";
 const GROUP_OF_PERSON: &str = "__dpkit_group_of_person";
-const PERSON: &str = "__dpkit_person";
 
 /// What one person may contribute to this query: `rows` (after joins) and
 /// the description's bounds per group, if any.
@@ -56,7 +55,7 @@ pub(super) fn truncated(
     if dpkit_planted::is_planted(dpkit_planted::Hole::UntruncatedGroups) {
         return Ok(input);
     }
-    let (input, id) = with_person(input, lineage)?;
+    let id = person_column(&input, lineage)?;
     let keys: Vec<Expr> = keys.iter().map(|k| k.clone().unalias()).collect();
     for key in &keys {
         injective_key(key, &input)?;
@@ -72,7 +71,6 @@ pub(super) fn truncated(
         .schema()
         .columns()
         .into_iter()
-        .filter(|c| c.name != PERSON)
         .map(Expr::Column)
         .collect();
     let whole_row = columns.iter().map(|c| c.clone().sort(true, true)).collect();
@@ -130,41 +128,26 @@ fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
 }
 
-/// `input` and the person each of its rows belongs to: its private
-/// tables' own person columns (followed through subqueries and joins, never
-/// by a name the query gives), the first of them that is not NULL, as a
-/// column of its own when there are several (DataFusion partitions a
-/// window by a column, not by an expression over a join). Joins of private
-/// tables are on the person (see `person_joins`), so every person column of
-/// a row that is not NULL names its person, and each row keeps at least one
-/// (a LEFT JOIN pads only the other side with NULLs).
-fn with_person(input: LogicalPlan, lineage: &Lineage<'_>) -> Result<(LogicalPlan, Expr)> {
-    let mut persons: Vec<Expr> = input
+/// The person each row of `input` belongs to: one of its private tables'
+/// own person columns (followed through subqueries and joins, never by a
+/// name the query gives) that no outer join pads with NULLs. Joins of
+/// private tables are on the person (see `person_joins`), so all such
+/// columns are equal on every row. A padded column would name no one on
+/// the rows it pads, and truncating those rows together would let one
+/// person's rows displace another's (a red-team helper moved a sum by 2Δ
+/// so, before).
+fn person_column(input: &LogicalPlan, lineage: &Lineage<'_>) -> Result<Expr> {
+    input
         .schema()
         .columns()
         .into_iter()
-        .filter(|c| lineage.is_person(c))
+        .find(|c| lineage.is_person_on_every_row(c))
         .map(Expr::Column)
-        .collect();
-    if persons.len() < 2 {
-        let person = persons.pop().ok_or_else(|| {
+        .ok_or_else(|| {
             not_private(
-                "this table bounds each person's rows per group: keep its id column in the \
-                 query's subqueries, so that dpkit can tell whose rows reach the aggregate",
+                "bounds per group truncate each person's rows: keep the person column (the id \
+                 column, or a [private] table's person) of a table whose every row reaches the \
+                 aggregate, not only of one an outer join pads with NULLs",
             )
-        })?;
-        return Ok((input, person));
-    }
-    let mut projected: Vec<Expr> = input
-        .schema()
-        .columns()
-        .into_iter()
-        .map(Expr::Column)
-        .collect();
-    projected.push(datafusion::functions::expr_fn::coalesce(persons).alias(PERSON));
-    let plan = LogicalPlanBuilder::from(input)
-        .project(projected)
-        .and_then(LogicalPlanBuilder::build)
-        .map_err(sql_error)?;
-    Ok((plan, column(PERSON)))
+        })
 }

@@ -131,7 +131,7 @@ fn key(
             let (low, high) = (low as i64, high as i64);
             let domain = domain_of(&total, column, (low, high))?;
             Ok((
-                clamp_column(total, column, low, high)?,
+                clamp_column(total, refs[0], low, high)?,
                 Some(deduplicated(domain)),
             ))
         }
@@ -215,14 +215,16 @@ fn deduplicated(mut domain: Vec<String>) -> Vec<String> {
 
 /// `expr` with `column` clamped to `[low, high]`, so that its values stay in
 /// the enumerated domain.
-fn clamp_column(expr: Expr, column: &str, low: i64, high: i64) -> Result<Expr> {
-    let value = Expr::Column(Column::new_unqualified(column));
+fn clamp_column(expr: Expr, column: &Column, low: i64, high: i64) -> Result<Expr> {
+    // Qualified as the query wrote it: a join can hold two columns of one
+    // name.
+    let value = Expr::Column(column.clone());
     let clamped = when(value.clone().lt(lit(low)), lit(low))
         .when(value.clone().gt(lit(high)), lit(high))
         .otherwise(value)
         .map_err(sql_error)?;
     expr.transform(|e| match e {
-        Expr::Column(c) if c.name == column => Ok(Transformed::yes(clamped.clone())),
+        Expr::Column(c) if c == *column => Ok(Transformed::yes(clamped.clone())),
         other => Ok(Transformed::no(other)),
     })
     .map(|t| t.data)

@@ -81,6 +81,12 @@ impl<'a> Lineage<'a> {
         person_in(self.plan, column, self.tables)
     }
 
+    /// Whether `column` is a private table's own person column on every
+    /// row (see [`person_on_every_row`]).
+    pub(super) fn is_person_on_every_row(&self, column: &Column) -> bool {
+        person_on_every_row(self.plan, column, self.tables)
+    }
+
     /// Whether `plan` is a private table's typed, capped view under its
     /// name: dpkit's own plan, below which the query has nothing of its own.
     pub(super) fn is_view(&self, plan: &LogicalPlan) -> bool {
@@ -91,8 +97,24 @@ impl<'a> Lineage<'a> {
 /// Whether `column` of `plan`'s output is a private table's own person
 /// column.
 pub(super) fn person_in(plan: &LogicalPlan, column: &Column, tables: &[PrivateView<'_>]) -> bool {
-    match origin(plan, column, tables) {
-        Some(Origin::Table(table, name)) => table.facts.person == Some(name.as_str()),
+    match traced(plan, column, tables) {
+        Some((Origin::Table(table, name), _)) => table.facts.person == Some(name.as_str()),
+        _ => false,
+    }
+}
+
+/// Whether `column` of `plan`'s output is a private table's own person
+/// column on every row: read from no side that an outer join pads with
+/// NULLs (there it names no one on the rows it pads).
+pub(super) fn person_on_every_row(
+    plan: &LogicalPlan,
+    column: &Column,
+    tables: &[PrivateView<'_>],
+) -> bool {
+    match traced(plan, column, tables) {
+        Some((Origin::Table(table, name), padded)) => {
+            !padded && table.facts.person == Some(name.as_str())
+        }
         _ => false,
     }
 }
@@ -102,6 +124,16 @@ fn origin<'a>(
     column: &Column,
     tables: &'a [PrivateView<'a>],
 ) -> Option<Origin<'a>> {
+    traced(plan, column, tables).map(|(origin, _)| origin)
+}
+
+/// The origin of `column`, and whether an outer join on the way pads it
+/// with NULLs.
+fn traced<'a>(
+    plan: &'a LogicalPlan,
+    column: &Column,
+    tables: &'a [PrivateView<'a>],
+) -> Option<(Origin<'a>, bool)> {
     let own = |plan: &LogicalPlan| {
         tables.iter().find(|table| match plan {
             LogicalPlan::TableScan(scan) => scan.table_name.table() == table.name,
@@ -109,36 +141,47 @@ fn origin<'a>(
         })
     };
     match plan {
-        plan if own(plan).is_some() => Some(Origin::Table(own(plan)?, column.name.clone())),
-        LogicalPlan::TableScan(scan) => Some(Origin::Public(
-            scan.table_name.table().to_string(),
-            column.name.clone(),
+        plan if own(plan).is_some() => {
+            Some((Origin::Table(own(plan)?, column.name.clone()), false))
+        }
+        LogicalPlan::TableScan(scan) => Some((
+            Origin::Public(scan.table_name.table().to_string(), column.name.clone()),
+            false,
         )),
         LogicalPlan::Join(join) => {
             let index = join.schema.index_of_column(column).ok()?;
             let left = join.left.schema().fields().len();
             // A semi- or anti-join's output is one side's columns.
-            let (side, index) = match (join.join_type, index.checked_sub(left)) {
-                (JoinType::RightSemi | JoinType::RightAnti, _) => (&join.right, index),
-                (JoinType::LeftSemi | JoinType::LeftAnti, _) | (_, None) => (&join.left, index),
-                (_, Some(right)) => (&join.right, right),
+            let (side, index, padded) = match (join.join_type, index.checked_sub(left)) {
+                (JoinType::RightSemi | JoinType::RightAnti, _) => (&join.right, index, false),
+                (JoinType::LeftSemi | JoinType::LeftAnti, _) => (&join.left, index, false),
+                (join_type, None) => (
+                    &join.left,
+                    index,
+                    matches!(join_type, JoinType::Right | JoinType::Full),
+                ),
+                (join_type, Some(right)) => (
+                    &join.right,
+                    right,
+                    matches!(join_type, JoinType::Left | JoinType::Full),
+                ),
             };
             let (qualifier, field) = side.schema().qualified_field(index);
             let inner = Column::new(qualifier.cloned(), field.name());
-            origin(side, &inner, tables)
+            traced(side, &inner, tables).map(|(origin, below)| (origin, below || padded))
         }
-        LogicalPlan::Filter(filter) => origin(&filter.input, column, tables),
+        LogicalPlan::Filter(filter) => traced(&filter.input, column, tables),
         LogicalPlan::SubqueryAlias(alias) => {
             let index = alias.schema.index_of_column(column).ok()?;
             let (qualifier, field) = alias.input.schema().qualified_field(index);
             let inner = Column::new(qualifier.cloned(), field.name());
-            origin(&alias.input, &inner, tables)
+            traced(&alias.input, &inner, tables)
         }
         LogicalPlan::Projection(projection) => {
             let index = projection.schema.index_of_column(column).ok()?;
             match unalias(&projection.expr[index]) {
-                Expr::Column(inner) => origin(&projection.input, inner, tables),
-                computed => Some(Origin::Computed(computed, &projection.input)),
+                Expr::Column(inner) => traced(&projection.input, inner, tables),
+                computed => Some((Origin::Computed(computed, &projection.input), false)),
             }
         }
         _ => None,

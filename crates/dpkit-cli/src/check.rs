@@ -52,7 +52,9 @@ fn report_text(description: &Description, report: &DataCheck) -> String {
         .max()
         .unwrap_or(0);
     for column in &report.columns {
-        text.push_str(&column_line(column, width));
+        let person = matches!(&description.privacy_unit,
+            dpkit_query::description::PrivacyUnit::Id { column: id, .. } if *id == column.name);
+        text.push_str(&column_line(column, width, person));
     }
     if let Some(cap) = &report.cap {
         text.push_str(&cap_line(cap, description.privacy_unit.rows_per_person()));
@@ -61,26 +63,31 @@ fn report_text(description: &Description, report: &DataCheck) -> String {
     text
 }
 
-fn column_line(column: &ColumnCheck, width: usize) -> String {
+/// A column's line; `person` for the id column, whose too long texts are
+/// no one's rather than cut.
+fn column_line(column: &ColumnCheck, width: usize, person: bool) -> String {
     let kind = column.kind.name();
     let mut line = format!(
         "  {:width$}  {kind:7}  {} present",
         column.name, column.present
     );
     for found in &column.found {
-        line.push_str(&format!("; {}", found_text(found, column.kind)));
+        line.push_str(&format!("; {}", found_text(found, column.kind, person)));
     }
     line.push('\n');
     line
 }
 
 /// What one fact did, in the words of what a query then reads.
-fn found_text(found: &Found, kind: ColumnKind) -> String {
+fn found_text(found: &Found, kind: ColumnKind, person: bool) -> String {
     let what = match found.finding {
         Finding::NotOfType => format!("not {} (read as NULL)", kind.name()),
         Finding::Below(low) => format!("below {low} (clamped)"),
         Finding::Above(high) => format!("above {high} (clamped)"),
         Finding::OutsideDomain => "outside the domain (never a group)".into(),
+        Finding::TooLong(length) if person => {
+            format!("longer than {length} characters (no one's: left out)")
+        }
         Finding::TooLong(length) => format!("longer than {length} characters (cut)"),
     };
     format!("{} {what}, first at row {}", found.values, found.first_row)

@@ -167,3 +167,24 @@ fn every_private_table_is_checked_against_its_own_file() {
     assert!(out.contains("visits.csv: 11867 rows"), "{out}");
     assert!(out.contains("people with more than 12 rows"), "{out}");
 }
+
+#[test]
+fn a_text_id_past_its_max_length_is_reported_as_no_ones() {
+    let folder = folder("long-ids");
+    std::fs::write(folder.join("t.csv"), "who,v\nalice,1\nbob,2\n").unwrap();
+    let path = folder.join("t.toml");
+    std::fs::write(
+        &path,
+        "[table]\nname = \"t\"\nfile = \"t.csv\"\n\
+         [privacy_unit]\nkind = \"id\"\ncolumn = \"who\"\nmax_rows_per_person = 1\n\
+         [budget]\nepsilon = 1.0\n[columns.who]\ntype = \"text\"\nmax_length = 3\n",
+    )
+    .unwrap();
+    let (status, out, _) = check(&path);
+    assert_eq!(status, Some(3), "{out}");
+    assert!(
+        out.contains("1 longer than 3 characters (no one's: left out), first at row 1"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}

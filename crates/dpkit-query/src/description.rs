@@ -386,12 +386,8 @@ impl Description {
         check_people(raw.table.people, most_rows)?;
         check_budget(&raw.budget)?;
         let columns = columns_facts(raw.columns)?;
-        if let PrivacyUnit::Id { column, .. } = &privacy_unit
-            && !columns.contains_key(column)
-        {
-            return Err(invalid(format!(
-                "the id column '{column}' must be listed under [columns]"
-            )));
+        if let PrivacyUnit::Id { column, .. } = &privacy_unit {
+            check_person(columns.get(column), &format!("the id column '{column}'"))?;
         }
         let mut private_files: Vec<&Path> = private.values().map(|t| t.file.as_path()).collect();
         private_files.push(&file);
@@ -678,12 +674,8 @@ fn private_tables(
             )));
         }
         let columns = columns_facts(raw.columns)?;
-        if !columns.contains_key(&raw.person) {
-            return Err(invalid(format!(
-                "private table '{name}': its person column '{}' must be listed under its columns",
-                raw.person
-            )));
-        }
+        let what = format!("private table '{name}': its person column '{}'", raw.person);
+        check_person(columns.get(&raw.person), &what)?;
         let files = tables.values().map(|t: &PrivateTable| t.file.as_path());
         if files
             .chain([table_file])
@@ -705,6 +697,17 @@ fn private_tables(
         );
     }
     Ok(tables)
+}
+
+/// A column naming the person is listed, and is integer or text: real
+/// numbers that differ can compare or group alike (`0` and `-0`, NaNs), so
+/// two people could be one.
+fn check_person(facts: Option<&ColumnFacts>, what: &str) -> Result<()> {
+    match facts.map(|f| f.kind) {
+        None => Err(invalid(format!("{what} must be listed under its columns"))),
+        Some(ColumnKind::Real) => Err(invalid(format!("{what} must be integer or text"))),
+        Some(_) => Ok(()),
+    }
 }
 
 /// A further table's name: lowercase letters, digits and underscores (SQL
@@ -1118,6 +1121,19 @@ mod tests {
         for (case, result) in [
             ("row unit", describe("", ROW, BUDGET, &visits(listed))),
             ("person not listed", describe("", id, BUDGET, &visits(""))),
+            (
+                "a real person",
+                describe("", id, BUDGET, &visits(&listed.replace("text", "real"))),
+            ),
+            (
+                "a real id",
+                describe(
+                    "",
+                    &id.replace("\"person\"", "\"c\""),
+                    BUDGET,
+                    "type = \"real\"",
+                ),
+            ),
             (
                 "no cap",
                 describe("", id, BUDGET, &visits(listed).replace("= 20", "= 0")),

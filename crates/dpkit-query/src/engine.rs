@@ -118,36 +118,20 @@ impl QueryEngine {
         if description.source != Source::File {
             return Self::open_database(description);
         }
-        let runtime = runtime()?;
-        let context = session();
-        let path = description.file.to_string_lossy().into_owned();
         if !description.file.is_file() {
             return Err(QueryError::Unreadable(format!(
-                "cannot read {path}: no such file"
+                "cannot read {}: no such file",
+                description.file.to_string_lossy()
             )));
         }
-        let mut views = Vec::new();
-        let mut source_files = Vec::new();
-        for name in description.private_names() {
-            let Some(alone) = description.alone(name) else {
-                continue;
-            };
-            let register = crate::private_table::register_file(&context, &alone);
-            views.push((name.to_string(), runtime.block_on(register)?));
-            source_files.push(alone.file);
-        }
-        let public = runtime.block_on(crate::public_table::load_public(&description))?;
-        crate::public_table::register_public(&context, &public)?;
+        let private = description.private.values().map(|t| t.file.clone());
+        let source_files = std::iter::once(description.file.clone())
+            .chain(private)
+            .collect();
+        let engine = Self::with_tables_and_public(description, Vec::new(), None, false)?;
         Ok(Self {
-            description,
-            limits: RunLimits::default(),
-            limited: std::sync::Mutex::default(),
-            context,
-            runtime,
             source_files,
-            views,
-            public,
-            database: None,
+            ..engine
         })
     }
 

@@ -95,12 +95,7 @@ pub(super) fn joined(
         )));
     }
     let fanout = rows_after_public_join(reach.fanout, matches, kind).map_err(too_far)?;
-    // Per private row: its key computed and hashed once, then compared
-    // with, and the join's filter run on, each public row it may meet.
-    let per_match = key_work.bytes.saturating_add(filter_work);
-    let per_row = (key_work.computed.saturating_add(key_work.bytes))
-        .saturating_add(matches.max(1).saturating_mul(per_match));
-    let work = private.above(per_row)?;
+    let work = private.above(key_work.per_row(matches.max(1), filter_work))?;
     let mut joins = reach.joins.clone();
     joins.push(said(built, &public.plan, matches, kind));
     let tables = public_tables(&public.plan).join(", ");
@@ -193,8 +188,18 @@ pub(super) fn keys(
 /// The work of a join's keys per row: computing them, and the bytes of
 /// text each hash or comparison reads.
 pub(super) struct KeyWork {
-    pub(super) computed: u64,
-    pub(super) bytes: u64,
+    computed: u64,
+    bytes: u64,
+}
+
+impl KeyWork {
+    /// The join's work per row of one side that meets at most `meets` rows
+    /// of the other: its key computed and hashed once, then compared with,
+    /// and the join's filter (`filter_work` per pair) run on, each of them.
+    pub(super) fn per_row(&self, meets: u64, filter_work: u64) -> u64 {
+        let each = self.bytes.saturating_add(filter_work);
+        (self.computed.saturating_add(self.bytes)).saturating_add(meets.saturating_mul(each))
+    }
 }
 
 /// The sizes of both sides' columns.

@@ -97,10 +97,7 @@ impl<'a> Lineage<'a> {
 /// Whether `column` of `plan`'s output is a private table's own person
 /// column.
 pub(super) fn person_in(plan: &LogicalPlan, column: &Column, tables: &[PrivateView<'_>]) -> bool {
-    match traced(plan, column, tables) {
-        Some((Origin::Table(table, name), _)) => table.facts.person == Some(name.as_str()),
-        _ => false,
-    }
+    padded_person(plan, column, tables).is_some()
 }
 
 /// Whether `column` of `plan`'s output is a private table's own person
@@ -111,11 +108,17 @@ pub(super) fn person_on_every_row(
     column: &Column,
     tables: &[PrivateView<'_>],
 ) -> bool {
-    match traced(plan, column, tables) {
-        Some((Origin::Table(table, name), padded)) => {
-            !padded && table.facts.person == Some(name.as_str())
+    padded_person(plan, column, tables) == Some(false)
+}
+
+/// For a private table's own person column, whether an outer join pads it
+/// with NULLs on the way; `None` for any other column.
+fn padded_person(plan: &LogicalPlan, column: &Column, tables: &[PrivateView<'_>]) -> Option<bool> {
+    match traced(plan, column, tables)? {
+        (Origin::Table(table, name), padded) if table.facts.person == Some(name.as_str()) => {
+            Some(padded)
         }
-        _ => false,
+        _ => None,
     }
 }
 

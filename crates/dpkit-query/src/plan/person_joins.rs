@@ -51,16 +51,10 @@ pub(super) fn joined(
         )));
     }
     // Each row of one side meets at most the other side's rows of its
-    // person: its key is computed and hashed once, then compared with, and
-    // the join's filter run on, each of those.
-    let per_row = |others: u64| {
-        let each = key_work.bytes.saturating_add(filter_work);
-        (key_work.computed.saturating_add(key_work.bytes))
-            .saturating_add(others.saturating_mul(each))
-    };
+    // person.
     let work = left
-        .above(per_row(r.rows_per_person))?
-        .max(right.above(per_row(l.rows_per_person))?);
+        .above(key_work.per_row(r.rows_per_person, filter_work))?
+        .max(right.above(key_work.per_row(l.rows_per_person, filter_work))?);
     let fanout = (l.fanout.saturating_mul(r.rows_per_person))
         .max(r.fanout.saturating_mul(l.rows_per_person));
     let mut joins = [l.joins.clone(), r.joins.clone()].concat();

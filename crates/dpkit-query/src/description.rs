@@ -94,10 +94,14 @@ pub struct Description {
 /// column names, at most `max_rows_per_person` of each kept.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrivateTable {
-    /// The data file (CSV with a header row, or Parquet).
+    /// The data file (CSV with a header row, or Parquet), or for a table
+    /// in SQLite the database file.
     pub file: PathBuf,
     /// Whether the file is CSV or Parquet.
     pub format: FileFormat,
+    /// Where the rows are: a file beside a table read from a file, or a
+    /// table of the same database as the description's table.
+    pub source: Source,
     /// The column naming each row's person: a value of the privacy unit's
     /// column.
     pub person: String,
@@ -281,8 +285,9 @@ struct RawDescription {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPrivate {
-    file: String,
+    file: Option<String>,
     format: Option<String>,
+    source_table: Option<String>,
     person: String,
     max_rows_per_person: u64,
     #[serde(default)]
@@ -372,12 +377,8 @@ impl Description {
             raw.privacy_unit.max_rows_per_group,
         );
         let privacy_unit = privacy_unit(raw.privacy_unit)?;
-        let private = private_tables(raw.private, (&raw.table.name, &file), &privacy_unit, base)?;
-        if !private.is_empty() && source != Source::File {
-            return Err(invalid(
-                "[private] tables are read from files, beside a table read from a file".into(),
-            ));
-        }
+        let beside = (raw.table.name.as_str(), file.as_path(), &source);
+        let private = private_tables(raw.private, beside, &privacy_unit, base)?;
         let most_rows = private
             .values()
             .map(|t| t.max_rows_per_person)
@@ -389,16 +390,14 @@ impl Description {
         if let PrivacyUnit::Id { column, .. } = &privacy_unit {
             check_person(columns.get(column), &format!("the id column '{column}'"))?;
         }
-        let mut private_files: Vec<&Path> = private.values().map(|t| t.file.as_path()).collect();
+        let mut private_files: Vec<&Path> = private
+            .values()
+            .filter(|t| t.source == Source::File)
+            .map(|t| t.file.as_path())
+            .collect();
         private_files.push(&file);
         let names: Vec<&str> = private.keys().map(String::as_str).collect();
-        let public = public_tables(
-            raw.public,
-            (&raw.table.name, &names),
-            &private_files,
-            &source,
-            base,
-        )?;
+        let public = public_tables(raw.public, (&raw.table.name, &names), &private_files, base)?;
         Ok(Self {
             table: raw.table.name,
             file,
@@ -433,7 +432,10 @@ impl Description {
     /// source), each `[private]` table's, then each public table's.
     pub fn data_files(&self) -> Vec<&Path> {
         let own = (self.source == Source::File).then_some(self.file.as_path());
-        let private = self.private.values().map(|t| t.file.as_path());
+        let private = self.private.values();
+        let private = private
+            .filter(|t| t.source == Source::File)
+            .map(|t| t.file.as_path());
         let public = self.public.values().map(|t| t.file.as_path());
         own.into_iter().chain(private).chain(public).collect()
     }
@@ -508,7 +510,7 @@ impl Description {
             table: name.to_string(),
             file: table.file.clone(),
             format: table.format,
-            source: Source::File,
+            source: table.source.clone(),
             privacy_unit: PrivacyUnit::Id {
                 column: table.person.clone(),
                 max_rows: table.max_rows_per_person,
@@ -560,11 +562,7 @@ fn source(table: &RawTable, base: &Path) -> Result<(PathBuf, Source)> {
         ));
     }
     let source_table = table.source_table.clone().unwrap_or(table.name.clone());
-    if !source_table.split('.').all(is_identifier) || source_table.split('.').count() > 2 {
-        return Err(invalid(format!(
-            "source_table '{source_table}' must be letters, digits and underscores (schema.table allowed)"
-        )));
-    }
+    check_source_table(&source_table)?;
     Ok(
         match (&table.file, &table.sqlite, &table.postgres, &table.spark) {
             (Some(file), ..) => (base.join(file), Source::File),
@@ -603,23 +601,45 @@ fn file_format(file: Option<&str>, format: Option<&str>) -> Result<FileFormat> {
     }
 }
 
-/// The public tables: each a file with a plain name of its own, beside
-/// private tables that are files too (a database's tables would have to be
-/// joined in the database, which dpkit does not do).
+/// A database table's name: letters, digits and underscores, with at most
+/// one dot (`schema.table`).
+fn check_source_table(name: &str) -> Result<()> {
+    if !name.split('.').all(is_identifier) || name.split('.').count() > 2 {
+        return Err(invalid(format!(
+            "source_table '{name}' must be letters, digits and underscores (schema.table allowed)"
+        )));
+    }
+    Ok(())
+}
+
+impl Source {
+    /// The same database with `table` in place of this source's table (a
+    /// file stays a file).
+    fn with_table(&self, table: String) -> Source {
+        match self {
+            Source::File => Source::File,
+            Source::Sqlite { .. } => Source::Sqlite { table },
+            Source::Postgres { connection, .. } => Source::Postgres {
+                connection: connection.clone(),
+                table,
+            },
+            Source::Spark { address, .. } => Source::Spark {
+                address: address.clone(),
+                table,
+            },
+        }
+    }
+}
+
+/// The public tables: each a file with a plain name of its own (beside a
+/// table in a database too: dpkit reads it, and sends its rows with each
+/// statement).
 fn public_tables(
     raw: BTreeMap<String, RawPublic>,
     (table, private): (&str, &[&str]),
     private_files: &[&Path],
-    source: &Source,
     base: &Path,
 ) -> Result<BTreeMap<String, PublicTable>> {
-    if !raw.is_empty() && *source != Source::File {
-        return Err(invalid(
-            "[public] tables join a private table read from a file: with sqlite, postgres or \
-             spark, put the lookup table in the database and describe a view that joins it"
-                .into(),
-        ));
-    }
     let mut tables = BTreeMap::new();
     for (name, raw) in raw {
         let taken = name == table || private.contains(&name.as_str());
@@ -648,11 +668,13 @@ fn public_tables(
     Ok(tables)
 }
 
-/// The further private tables: each a file of its own, naming its person
-/// in a listed column, under the id privacy unit.
+/// The further private tables, naming their person in a listed column,
+/// under the id privacy unit: each a file of its own beside a table read
+/// from a file, or a table of the same database (`source_table`, by default
+/// its name) beside a table in a database.
 fn private_tables(
     raw: BTreeMap<String, RawPrivate>,
-    (table, table_file): (&str, &Path),
+    (table, table_file, table_source): (&str, &Path, &Source),
     unit: &PrivacyUnit,
     base: &Path,
 ) -> Result<BTreeMap<String, PrivateTable>> {
@@ -663,11 +685,10 @@ fn private_tables(
                 .into(),
         ));
     }
-    let mut tables = BTreeMap::new();
+    let mut tables: BTreeMap<String, PrivateTable> = BTreeMap::new();
     for (name, raw) in raw {
         check_table_name("private", &name, name == table)?;
-        let file = base.join(&raw.file);
-        let format = file_format(Some(&raw.file), raw.format.as_deref())?;
+        let (file, format, source) = private_source(&name, &raw, (table_file, table_source), base)?;
         if !(1..=MAX_ROWS_PER_PERSON).contains(&raw.max_rows_per_person) {
             return Err(invalid(format!(
                 "private table '{name}': max_rows_per_person must lie in 1..={MAX_ROWS_PER_PERSON}"
@@ -676,27 +697,74 @@ fn private_tables(
         let columns = columns_facts(raw.columns)?;
         let what = format!("private table '{name}': its person column '{}'", raw.person);
         check_person(columns.get(&raw.person), &what)?;
-        let files = tables.values().map(|t: &PrivateTable| t.file.as_path());
-        if files
-            .chain([table_file])
-            .any(|other| same_file(&file, other))
+        let read_elsewhere = |other: &PrivateTable| match &source {
+            Source::File => same_file(&file, &other.file),
+            database => database_table(database) == database_table(&other.source),
+        };
+        if tables.values().any(read_elsewhere)
+            || match &source {
+                Source::File => same_file(&file, table_file),
+                database => database_table(database) == database_table(table_source),
+            }
         {
             return Err(invalid(format!(
-                "private table '{name}' reads another table's file"
+                "private table '{name}' reads another table's rows"
             )));
         }
-        tables.insert(
-            name,
-            PrivateTable {
-                file,
-                format,
-                person: raw.person,
-                max_rows_per_person: raw.max_rows_per_person,
-                columns,
-            },
-        );
+        let person = raw.person;
+        let max_rows_per_person = raw.max_rows_per_person;
+        let table = PrivateTable {
+            file,
+            format,
+            source,
+            person,
+            max_rows_per_person,
+            columns,
+        };
+        tables.insert(name, table);
     }
     Ok(tables)
+}
+
+/// Where a further private table's rows are: its own `file` beside a file,
+/// or `source_table` (by default `name`) in the table's database.
+fn private_source(
+    name: &str,
+    raw: &RawPrivate,
+    (table_file, table_source): (&Path, &Source),
+    base: &Path,
+) -> Result<(PathBuf, FileFormat, Source)> {
+    match (table_source, &raw.file) {
+        (Source::File, Some(file)) if raw.source_table.is_none() => Ok((
+            base.join(file),
+            file_format(Some(file), raw.format.as_deref())?,
+            Source::File,
+        )),
+        (Source::File, _) => Err(invalid(format!(
+            "private table '{name}' needs a file (and no source_table), as the table is read \
+             from a file"
+        ))),
+        (database, None) if raw.format.is_none() => {
+            let source_table = raw.source_table.clone().unwrap_or(name.to_string());
+            check_source_table(&source_table)?;
+            let file = table_file.to_path_buf();
+            Ok((file, FileFormat::Csv, database.with_table(source_table)))
+        }
+        (_, _) => Err(invalid(format!(
+            "private table '{name}' is a table of the same database as the table: name it with \
+             source_table (by default its name), not file or format"
+        ))),
+    }
+}
+
+/// The database table a source reads (`None` for a file).
+fn database_table(source: &Source) -> Option<&str> {
+    match source {
+        Source::File => None,
+        Source::Sqlite { table } | Source::Postgres { table, .. } | Source::Spark { table, .. } => {
+            Some(table)
+        }
+    }
 }
 
 /// A column naming the person is listed, and is integer or text: real
@@ -1033,7 +1101,7 @@ mod tests {
     }
 
     #[test]
-    fn public_tables_are_files_beside_a_file_with_names_of_their_own() {
+    fn public_tables_are_files_with_names_of_their_own() {
         let integer = "type = \"integer\"";
         let public = "\n[public.regions]\nfile = \"r.csv\"\n\
                       [public.regions.columns.population]\ntype = \"integer\"\n";
@@ -1062,7 +1130,8 @@ mod tests {
                     Path::new("."),
                 )
             });
-        assert_refused(sqlite, "a public table beside a database");
+        // Beside a database too: dpkit reads it and sends its rows.
+        assert!(sqlite.is_ok(), "a public table beside a database");
         assert_refused(describe("", ROW, BUDGET, &named("Regions")), "capitals");
         let private_file = format!("{integer}\n[public.r]\nfile = \"t.csv\"\n");
         assert_refused(describe("", ROW, BUDGET, &private_file), "the private file");
@@ -1168,6 +1237,53 @@ mod tests {
         // A public table may not read a further private table's file.
         let public = format!("{}[public.p]\nfile = \"v.csv\"\n", visits(listed));
         assert_refused(describe("", id, BUDGET, &public), "public reads private");
+    }
+
+    #[test]
+    fn private_tables_beside_a_database_table_are_tables_of_that_database() {
+        let in_sqlite = |private: &str| {
+            Description::from_toml(
+                &format!(
+                    "[table]\nname = \"t\"\nsqlite = \"t.db\"\n[privacy_unit]\nkind = \"id\"\n\
+                     column = \"person\"\nmax_rows_per_person = 1\n[budget]\n{BUDGET}\n\
+                     [columns.person]\ntype = \"text\"\n[private.visits]\nperson = \"who\"\n\
+                     max_rows_per_person = 20\n{private}\n\
+                     [private.visits.columns.who]\ntype = \"text\"\n"
+                ),
+                Path::new("."),
+            )
+        };
+        let described = in_sqlite("").unwrap();
+        let visits = &described.private["visits"];
+        let table = |name: &str| Source::Sqlite { table: name.into() };
+        assert_eq!(visits.source, table("visits"));
+        assert_eq!(visits.file, described.file);
+        assert!(described.data_files().is_empty());
+        let alone = described.alone("visits").unwrap();
+        assert_eq!(alone.source, table("visits"));
+        let named = in_sqlite("source_table = \"main.all_visits\"").unwrap();
+        assert_eq!(named.private["visits"].source, table("main.all_visits"));
+        for (case, private) in [
+            ("a file", "file = \"v.csv\""),
+            ("a format", "format = \"csv\""),
+            ("the table's rows", "source_table = \"t\""),
+            ("not a name", "source_table = \"a b\""),
+        ] {
+            assert_refused(in_sqlite(private), case);
+        }
+        // Beside a file, a further private table is a file.
+        let id = "kind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 1";
+        let private = "type = \"integer\"\n[private.visits]\nperson = \"who\"\n\
+                       max_rows_per_person = 2\n[private.visits.columns.who]\ntype = \"text\"\n";
+        assert_refused(describe("", id, BUDGET, private), "no file");
+        let both = private.replace(
+            "person = ",
+            "file = \"v.csv\"\nsource_table = \"v\"\nperson = ",
+        );
+        assert_refused(
+            describe("", id, BUDGET, &both),
+            "a source_table beside a file",
+        );
     }
 
     #[test]

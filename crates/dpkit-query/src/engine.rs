@@ -16,7 +16,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use dpkit_core::lattice::GridValue;
 use rand_core::CryptoRng;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, DatabaseTables};
 use crate::description::{Description, Source};
 use crate::error::{QueryError, Result};
 use crate::plan::{PrivateQuery, plan_private};
@@ -68,17 +68,8 @@ pub struct QueryEngine {
     views: Vec<(String, datafusion::logical_expr::LogicalPlan)>,
     /// The public tables' facts (the tables are registered in `context`).
     public: crate::public_table::PublicTables,
-    /// The database that runs the plans, when the table lives in one, and
-    /// the `SELECT` that reads its table with the declared types.
-    database: Option<Database>,
-}
-
-/// The database that runs the plans, the `SELECT` of its typed view, and
-/// its table's columns as they were when it was opened.
-struct Database {
-    backend: Box<dyn Backend>,
-    source: String,
-    columns: Vec<(String, crate::backend::DatabaseType)>,
+    /// The database that runs the plans, when the tables live in one.
+    database: Option<DatabaseTables>,
 }
 
 /// The reason a run that ran out of time fails with.
@@ -135,31 +126,14 @@ impl QueryEngine {
         })
     }
 
-    /// Connects to the description's database and checks its table: plans
-    /// are made over an empty table of its columns, and run as SQL there.
+    /// Connects to the description's database and checks its tables:
+    /// plans are made over empty tables of their columns, and run as SQL
+    /// there.
     fn open_database(description: Description) -> Result<Self> {
-        let Some(backend) = crate::backend::connect(&description)? else {
-            return Err(QueryError::Description(
-                "the table is not in a database".into(),
-            ));
-        };
-        let found = backend.columns()?;
-        let columns =
-            crate::backend::declared_columns(&description, &found, backend.flavour().name())?;
-        let fields: Vec<Field> = columns
-            .iter()
-            .map(|(name, kind)| Field::new(name, crate::private_table::declared_type(*kind), true))
-            .collect();
-        let empty =
-            datafusion::datasource::MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])
-                .map_err(|e| QueryError::Unreadable(format!("cannot plan over the table: {e}")))?;
-        let source = backend.source(&columns, &found);
-        let mut engine = Self::with_table(description, Arc::new(empty))?;
-        engine.database = Some(Database {
-            backend,
-            source,
-            columns: found,
-        });
+        let (mut tables, empty) = DatabaseTables::open(&description)?;
+        let mut engine = Self::with_tables(description, empty)?;
+        tables.send_public(&engine.public)?;
+        engine.database = Some(tables);
         Ok(engine)
     }
 
@@ -325,32 +299,9 @@ impl QueryEngine {
             matches_of: &mut matches_of,
         };
         let mut query = plan_private(sql, &logical, sources)?;
-        if let Some(Database {
-            backend,
-            source,
-            columns,
-        }) = &self.database
-        {
-            // A table whose columns changed since it was opened could fail
-            // on a row of the new type: refused now, for free.
-            if backend.columns()? != *columns {
-                return Err(QueryError::Description(format!(
-                    "the {} table's columns changed since dpkit opened it: open it again",
-                    backend.flavour().name()
-                )));
-            }
-            let raw = crate::private_table::raw_table_name(&self.description.table);
-            let names = columns.iter().map(|(name, _)| name.as_str());
-            let names: Vec<&str> = names.chain([self.description.table.as_str()]).collect();
-            let remote = crate::backend::sql::remote_plan(
-                &query.plan,
-                backend.flavour(),
-                (&raw, source),
-                &names,
-                query.measured.count_ceiling,
-            )?;
-            backend.check(&remote, query.plan.schema().inner())?;
-            query.remote = Some(remote);
+        if let Some(tables) = &self.database {
+            let ceiling = query.measured.count_ceiling;
+            query.remote = Some(tables.remote_plan(&query.plan, ceiling)?);
         }
         Ok(query)
     }
@@ -438,9 +389,10 @@ impl QueryEngine {
     /// Runs the rewritten plan: the exact, clamped, per-group measurements,
     /// uncharged (the ledger is [`QueryEngine::answer`]'s).
     pub(crate) fn exact(&self, query: &PrivateQuery) -> Result<ExactGroups> {
-        if let Some(Database { backend, .. }) = &self.database {
+        if let Some(tables) = &self.database {
             // As in the engine below: a panic is a failure, kept charged.
-            let run = std::panic::AssertUnwindSafe(|| self.exact_in_database(&**backend, query));
+            let run =
+                std::panic::AssertUnwindSafe(|| self.exact_in_database(tables.runner(), query));
             return std::panic::catch_unwind(run).unwrap_or_else(|_| {
                 Err(QueryError::FailedWhileRunning(
                     "the database's answer could not be read (details withheld)".into(),

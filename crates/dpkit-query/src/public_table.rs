@@ -40,6 +40,9 @@ pub(crate) struct PublicFacts {
     pub(crate) rows: u64,
     /// Its rows, held in memory.
     table: Arc<MemTable>,
+    /// The same rows, as batches (at least one, maybe empty): what a
+    /// database is sent.
+    pub(crate) batches: Vec<RecordBatch>,
 }
 
 /// The public tables by name.
@@ -56,12 +59,14 @@ pub(crate) async fn load_public(description: &Description) -> Result<PublicTable
             .first()
             .map(RecordBatch::schema)
             .ok_or_else(|| unreadable(name))?;
-        let table = MemTable::try_new(schema, vec![batches]).map_err(|_| unreadable(name))?;
+        let table =
+            MemTable::try_new(schema, vec![batches.clone()]).map_err(|_| unreadable(name))?;
         let facts = PublicFacts {
             columns,
             sizes,
             rows,
             table: Arc::new(table),
+            batches,
         };
         tables.insert(name.clone(), facts);
     }

@@ -18,6 +18,7 @@ mod placeholder;
 mod planned;
 mod postgres;
 mod postgres_tls;
+mod public_rows;
 mod renamed;
 mod rows;
 mod safe_sql;
@@ -26,6 +27,7 @@ mod spark_proto;
 mod spelling;
 pub mod sql;
 mod sqlite;
+mod tables;
 
 use std::time::Duration;
 
@@ -37,6 +39,7 @@ use crate::error::{QueryError, Result};
 pub use flavour::Flavour;
 pub(crate) use renamed::no_own_names;
 pub use sql::RemotePlan;
+pub(crate) use tables::DatabaseTables;
 
 /// A column's type in a database, as dpkit reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]

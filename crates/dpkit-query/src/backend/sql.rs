@@ -49,14 +49,15 @@ fn unparse_error(error: impl std::fmt::Display) -> QueryError {
     QueryError::Sql(format!("cannot write the plan as SQL: {error}"))
 }
 
-/// `plan` as SQL for `flavour`; `raw_table` is the name the plan reads and
-/// `source` the `SELECT` that defines it from the database's table, whose
-/// name and columns are `names` (sent as they are; every other name is
-/// renamed); `rows_bound` a public bound on a group's rows, if there is one.
+/// `plan` as SQL for `flavour`; `raw_tables` are the names the plan reads,
+/// each with the `SELECT` that defines it from the database's table; the
+/// tables' names and columns are `names` (sent as they are; every other
+/// name is renamed); `rows_bound` a public bound on a group's rows, if
+/// there is one.
 pub(crate) fn remote_plan(
     plan: &LogicalPlan,
     flavour: Flavour,
-    (raw_table, source): (&str, &str),
+    raw_tables: &[(String, &str)],
     names: &[&str],
     rows_bound: Option<f64>,
 ) -> Result<RemotePlan> {
@@ -79,16 +80,18 @@ pub(crate) fn remote_plan(
         })?
         .data;
     let mut statement = unparse(&mapped, flavour)?;
-    let kept = names.iter().chain([&raw_table]).map(|n| n.to_string());
+    let raw_names = raw_tables.iter().map(|(raw, _)| raw.as_str());
+    let kept = names.iter().copied().chain(raw_names).map(str::to_string);
     let kept = kept.collect();
     super::renamed::rename(&mut statement, &kept);
     super::spelling::spell(&mut statement, flavour)?;
     super::renamed::renamed_everywhere(&statement.to_string(), &kept, flavour)?;
     let statement = super::spelling::reads_back(&statement, flavour)?;
-    let sql = format!(
-        "WITH {} AS ({source}) {statement}",
-        flavour.quote(raw_table)
-    );
+    let defined: Vec<String> = raw_tables
+        .iter()
+        .map(|(raw, source)| format!("{} AS ({source})", flavour.quote(raw)))
+        .collect();
+    let sql = format!("WITH {} {statement}", defined.join(", "));
     super::spelling::unambiguous(&sql, flavour)?;
     Ok(RemotePlan {
         flavour,

@@ -1,6 +1,7 @@
 //! The end-to-end auditor on neighbouring tables loaded at any place (the
-//! embedded engine or a database): every query shape keeps its ε, and the
-//! per-person cap holds where the rows live (and, planted after FROM with
+//! embedded engine or a database): every query shape keeps its ε, joins of
+//! private tables on the person keep theirs, and the per-person cap holds
+//! where the rows live (and, planted after FROM with
 //! the test-only `planted-holes` feature, is caught: a test of its own, run
 //! only in the build with the holes).
 //!
@@ -172,6 +173,70 @@ pub fn bounds_per_group_hold_where_the_rows_live(place: &Place<'_>) {
         place,
         run(&tables, sql, settings(1.0, 0.0), &men),
         "bounds per group",
+    );
+}
+
+/// Two neighbouring datasets of people `t` and their visits `v` at
+/// `place`, in one database each: everyone's visits are of kind M; with
+/// dan (sex M, age 90) and his two visits, and without him.
+fn joined_pair(place: &Place<'_>, name: &str) -> (QueryEngine, QueryEngine) {
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 1";
+    let text = format!(
+        "{}[private.v]\nfile = \"v.csv\"\nperson = \"person\"\nmax_rows_per_person = 2\n\
+         [private.v.columns.person]\ntype = \"integer\"\n\
+         [private.v.columns.kind]\ntype = \"text\"\n",
+        description(unit)
+    );
+    let visit_types: Types<'static> = &[("person", "INTEGER")];
+    let open = |suffix: &str, dan: (&str, &str)| {
+        let people = format!("{HEADER}{BASE}{}", dan.0);
+        let visits = format!("person,kind\n1,M\n2,M\n3,M\n5,M\n6,M\n7,M\n{}", dan.1);
+        let tables = [
+            ("t", people.as_str(), TYPES),
+            ("v", visits.as_str(), visit_types),
+        ];
+        place.open_tables(&format!("{name}_{suffix}"), (&tables, &[]), &text)
+    };
+    (
+        open("with", ("4,90,dan,M,0\n", "4,M\n4,M\n")),
+        open("without", ("", "")),
+    )
+}
+
+const ON_THE_PERSON: &str = "SELECT COUNT(*) FROM t JOIN v ON t.id = v.person";
+/// dan's row meets everyone's visits: 8 rows where the bound is 2.
+const ON_ANY_KEY: &str = "SELECT COUNT(*) FROM t JOIN v ON t.sex = v.kind WHERE t.age = 90";
+
+/// A join of two private tables on the person, run where the rows live,
+/// keeps its ε.
+pub fn joins_keep_their_epsilon_where_the_rows_live(place: &Place<'_>) {
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let tables = joined_pair(place, "audit_join");
+    passes(
+        place,
+        run(&tables, ON_THE_PERSON, settings(1.0, 0.0), &first),
+        "a join on the person",
+    );
+    assert!(
+        tables.0.plan(ON_ANY_KEY).is_err(),
+        "a join on any key is refused"
+    );
+}
+
+/// With joins on any key accepted, the auditor sees dan's row meet
+/// everyone's visits.
+#[cfg(feature = "planted-holes")]
+pub fn a_join_on_any_key_is_caught(place: &Place<'_>) {
+    use dpkit_planted::{Hole, clear, plant};
+    let first = |t: &ReleasedTable| cell(t, &[], 0);
+    let tables = joined_pair(place, "audit_join_planted");
+    plant(Hole::PersonJoinOnAnyKey);
+    let (bound, declared) = run(&tables, ON_ANY_KEY, settings(1.0, 0.0), &first);
+    clear();
+    assert!(
+        bound > declared,
+        "{}: a join on any key went unseen (ε ≥ {bound} ≤ {declared})",
+        place.name()
     );
 }
 

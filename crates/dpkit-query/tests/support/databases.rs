@@ -53,6 +53,12 @@ pub fn create_table(table: &str, csv: &str, types: Types<'_>, postgres: bool) ->
 /// STRICT table if `strict`.
 pub fn sqlite_file(path: &Path, table: &str, csv: &str, types: Types<'_>, strict: bool) {
     let _ = std::fs::remove_file(path);
+    sqlite_add_table(path, table, csv, types, strict);
+}
+
+/// Adds `csv` (simple, unquoted) to the SQLite file at `path` (made if
+/// need be) as `table`, a STRICT table if `strict`.
+pub fn sqlite_add_table(path: &Path, table: &str, csv: &str, types: Types<'_>, strict: bool) {
     let connection = rusqlite::Connection::open(path).unwrap();
     let create = create_table(table, csv, types, false);
     let create = if strict {

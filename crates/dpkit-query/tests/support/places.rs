@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use dpkit_query::QueryEngine;
 
-use super::databases::{Types, create_table, in_database, sqlite_file};
+use super::databases::{Types, create_table, in_database, sqlite_add_table, sqlite_file};
 use super::postgres::Postgres;
 use super::spark::Spark;
 
@@ -93,6 +93,86 @@ impl Place<'_> {
         };
         QueryEngine::open(in_database(description, &source, &dir))
     }
+}
+
+/// A table to load: its name, its rows as CSV and its columns' SQL types.
+pub type Loaded<'a> = (&'a str, &'a str, Types<'a>);
+
+impl Place<'_> {
+    /// Loads each table into one database at this place (or as CSV files
+    /// beside each other), named `{prefix}_{table}` there, and opens
+    /// `description`, whose `[table]` and `[private.NAME]` sections each
+    /// read `file = "NAME.csv"`: each becomes its database table. Prefixes
+    /// must be new to the place. `public` are files (name, CSV text) that
+    /// `[public.NAME]` sections read.
+    pub fn open_tables(
+        &self,
+        prefix: &str,
+        (tables, public): (&[Loaded<'_>], &[(&str, &str)]),
+        description: &str,
+    ) -> QueryEngine {
+        let dir = folder(&format!("{}-{prefix}", self.name()));
+        let database = dir.join(format!("{prefix}.sqlite"));
+        let _ = std::fs::remove_file(&database);
+        for (file, csv) in public {
+            std::fs::write(dir.join(file), csv).unwrap();
+        }
+        for (table, csv, types) in tables {
+            let file = dir.join(format!("{table}.csv"));
+            std::fs::write(&file, format!("{}\n", csv.trim_end())).unwrap();
+            let named = format!("{prefix}_{table}");
+            match self {
+                Self::Embedded => {}
+                Self::Sqlite | Self::SqliteStrict => {
+                    let strict = matches!(self, Self::SqliteStrict);
+                    sqlite_add_table(&database, &named, csv, types, strict);
+                }
+                Self::Postgres(server) => {
+                    server.load_csv(&create_table(&named, csv, types, true), &named, &file);
+                }
+                Self::Spark(spark) => spark.sql(&[spark_table(&named, csv, &file, types)]),
+            }
+        }
+        let source = match self {
+            Self::Embedded => String::new(),
+            Self::Sqlite | Self::SqliteStrict => format!("sqlite = \"{prefix}.sqlite\""),
+            Self::Postgres(server) => format!("postgres = \"{}\"", server.connection()),
+            Self::Spark(spark) => format!("spark = \"{}\"", spark.address()),
+        };
+        let text = match self {
+            Self::Embedded => description.to_string(),
+            _ => in_one_database(description, &source, prefix),
+        };
+        let description = dpkit_query::Description::from_toml(&text, &dir).unwrap();
+        QueryEngine::open(description)
+            .unwrap_or_else(|e| panic!("{}: cannot open {prefix}: {e}", self.name()))
+    }
+}
+
+/// `description` with each `file = "NAME.csv"` line of a private table
+/// turned into the database table `{prefix}_NAME`: `source` then the
+/// table in `[table]`, the table alone in `[private.NAME]`; public tables
+/// stay files.
+fn in_one_database(description: &str, source: &str, prefix: &str) -> String {
+    let mut section = "";
+    let mut lines = Vec::new();
+    for line in description.lines() {
+        if line.starts_with('[') {
+            section = line;
+        }
+        let Some(file) = line.strip_prefix("file = \"") else {
+            lines.push(line.to_string());
+            continue;
+        };
+        let table = file.trim_end_matches('"').trim_end_matches(".csv");
+        let named = format!("source_table = \"{prefix}_{table}\"");
+        match section {
+            "[table]" => lines.extend([source.to_string(), named]),
+            private if private.starts_with("[private.") => lines.push(named),
+            _ => lines.push(line.to_string()),
+        }
+    }
+    lines.join("\n")
 }
 
 /// `CREATE TABLE … USING csv` over `file`, typed as `types` say; NaN and

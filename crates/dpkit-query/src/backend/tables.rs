@@ -1,0 +1,142 @@
+//! The private tables of a description whose rows live in a database: one
+//! connection per table, each table's typed `SELECT` and the columns it had
+//! when it was opened, and the plan written as one statement over all of
+//! them, run on the description's table's connection.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::logical_expr::LogicalPlan;
+
+use super::{Backend, DatabaseType, RemotePlan};
+use crate::description::Description;
+use crate::error::{QueryError, Result};
+
+/// One private table in the database.
+struct Table {
+    /// The description's name for it (the name queries use).
+    name: String,
+    backend: Box<dyn Backend>,
+    /// The `SELECT` that reads it with the declared types.
+    source: String,
+    /// Its columns as they were when it was opened.
+    columns: Vec<(String, DatabaseType)>,
+}
+
+/// Every private table of a description in a database; the first is the
+/// description's table, whose connection runs the plans. Public tables
+/// are sent with each statement (see [`super::public_rows`]).
+pub(crate) struct DatabaseTables {
+    tables: Vec<Table>,
+    /// Each public table's name, its columns' names and the `SELECT` of
+    /// its rows.
+    public: Vec<(String, Vec<String>, String)>,
+}
+
+/// An empty table of each private table's declared columns, by name: what
+/// the planner plans over.
+pub(crate) type EmptyTables = Vec<(String, Arc<dyn TableProvider>)>;
+
+impl DatabaseTables {
+    /// Connects to each private table of `description` (which lives in a
+    /// database) and checks its columns against the description.
+    pub(crate) fn open(description: &Description) -> Result<(Self, EmptyTables)> {
+        let mut tables = Vec::new();
+        let mut empty: EmptyTables = Vec::new();
+        for name in description.private_names() {
+            let Some(alone) = description.alone(name) else {
+                continue;
+            };
+            let Some(backend) = super::connect(&alone)? else {
+                return Err(QueryError::Description(
+                    "the table is not in a database".into(),
+                ));
+            };
+            let found = backend.columns()?;
+            let columns = super::declared_columns(&alone, &found, backend.flavour().name())?;
+            let fields: Vec<Field> = columns
+                .iter()
+                .map(|(name, kind)| {
+                    Field::new(name, crate::private_table::declared_type(*kind), true)
+                })
+                .collect();
+            let schema = Arc::new(Schema::new(fields));
+            let provider = datafusion::datasource::MemTable::try_new(schema, vec![vec![]])
+                .map_err(|e| QueryError::Unreadable(format!("cannot plan over the table: {e}")))?;
+            empty.push((name.to_string(), Arc::new(provider)));
+            let source = backend.source(&columns, &found);
+            tables.push(Table {
+                name: name.to_string(),
+                backend,
+                source,
+                columns: found,
+            });
+        }
+        let public = Vec::new();
+        Ok((Self { tables, public }, empty))
+    }
+
+    /// Writes each public table's rows, as the engine read them, for the
+    /// statements to define it by; refused, in one line, for a table too
+    /// large to send or with a value that cannot be written.
+    pub(crate) fn send_public(&mut self, public: &crate::public_table::PublicTables) -> Result<()> {
+        let flavour = self.runner().flavour();
+        for (name, facts) in public {
+            let source = super::public_rows::public_source(name, &facts.batches, flavour)?;
+            let columns = facts.batches[0].schema();
+            let columns = columns.fields().iter().map(|f| f.name().clone()).collect();
+            self.public.push((name.clone(), columns, source));
+        }
+        Ok(())
+    }
+
+    /// The connection that runs the plans.
+    pub(crate) fn runner(&self) -> &dyn Backend {
+        &*self.tables[0].backend
+    }
+
+    /// `plan` as one statement over every table, checked by each table's
+    /// connection (each also checks that its table is as it was when
+    /// opened): a plan a database cannot run is refused for free.
+    pub(crate) fn remote_plan(
+        &self,
+        plan: &LogicalPlan,
+        rows_bound: Option<f64>,
+    ) -> Result<RemotePlan> {
+        for table in &self.tables {
+            // A table whose columns changed since it was opened could fail
+            // on a row of the new type: refused now, for free.
+            if table.backend.columns()? != table.columns {
+                return Err(QueryError::Description(format!(
+                    "the {} table's columns changed since dpkit opened it: open it again",
+                    table.backend.flavour().name()
+                )));
+            }
+        }
+        let private = self.tables.iter().map(|t| {
+            let raw = crate::private_table::raw_table_name(&t.name);
+            (raw, t.source.as_str())
+        });
+        let public = self
+            .public
+            .iter()
+            .map(|(name, _, source)| (name.clone(), source.as_str()));
+        let raw: Vec<(String, &str)> = private.chain(public).collect();
+        let private_names = self.tables.iter().flat_map(|t| {
+            let columns = t.columns.iter().map(|(name, _)| name.as_str());
+            columns.chain([t.name.as_str()])
+        });
+        let public_names = self.public.iter().flat_map(|(name, columns, _)| {
+            columns.iter().map(String::as_str).chain([name.as_str()])
+        });
+        let names: Vec<&str> = private_names.chain(public_names).collect();
+        let flavour = self.runner().flavour();
+        let remote = super::sql::remote_plan(plan, flavour, &raw, &names, rows_bound)?;
+        let schema: &SchemaRef = plan.schema().inner();
+        for table in &self.tables {
+            table.backend.check(&remote, schema)?;
+        }
+        Ok(remote)
+    }
+}

@@ -520,6 +520,12 @@ fn a_join_of_private_tables_on_the_person_holds_and_one_on_any_key_is_caught() {
         run(&a.engine, &b.engine, on_the_person, auto, &first),
         "a join on the person",
     );
+    // dan's two visits count him once: Δ = 1 through the join.
+    let people = "SELECT COUNT(DISTINCT v.person) FROM t JOIN v ON t.id = v.person";
+    passes(
+        run(&a.engine, &b.engine, people, auto, &first),
+        "distinct people through a join",
+    );
     // dan's row meets everyone's visits: 8 rows where the bound is 2.
     let on_any_key = "SELECT COUNT(*) FROM t JOIN v ON t.sex = v.kind WHERE t.age = 90";
     assert!(a.engine.plan(on_any_key).is_err(), "refused when closed");

@@ -133,6 +133,40 @@ fn each_person_reaches_the_product_of_their_rows_and_explain_says_so() {
 }
 
 #[test]
+fn distinct_people_through_a_join_move_by_one_and_land_on_the_exact_count() {
+    let engine = clinic(|text| text);
+    let costly = "SELECT COUNT(DISTINCT v.person) AS n FROM people p JOIN visits v \
+                  ON v.person = p.id WHERE v.cost > 500";
+    let explained = engine.explain(costly, &settings(1.0, 0.0)).unwrap();
+    assert!(explained.contains("distinct people"), "{explained}");
+    let line = explained
+        .lines()
+        .find(|l| l.contains("distinct people"))
+        .unwrap();
+    let sensitivity: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(sensitivity[sensitivity.len() - 3], "1", "{line}");
+    let independent = "SELECT '', COUNT(DISTINCT v.person) FROM people p JOIN kept v \
+                       ON v.person = p.id WHERE v.cost > 500";
+    assert_lands(
+        &answered(&engine, costly, "distinct"),
+        &expected(&sqlite(), independent),
+        &[0.5],
+    );
+    // A column renamed or computed in a subquery is not the person: its
+    // distinct values are counted as values, one per row.
+    for values in [
+        "SELECT COUNT(DISTINCT person) AS n FROM (SELECT month AS person FROM visits) s",
+        "SELECT COUNT(DISTINCT v.person + 0) AS n FROM visits v",
+    ] {
+        let explained = engine.explain(values, &settings(1.0, 0.0)).unwrap();
+        assert!(
+            !explained.contains("distinct people"),
+            "{values}: {explained}"
+        );
+    }
+}
+
+#[test]
 fn truncation_refuses_a_person_column_that_an_outer_join_pads() {
     // Only the padded side's person is kept: every unmatched visit would
     // name no one, and all of them would be truncated as one person.

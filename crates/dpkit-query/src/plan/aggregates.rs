@@ -39,7 +39,6 @@ pub(super) fn plan(
     schema: &DFSchema,
     sizes: &Sizes,
     lineage: &Lineage<'_>,
-    reads_table: bool,
 ) -> Result<Measured> {
     let mut measured = Measured {
         aggregates: Vec::new(),
@@ -55,11 +54,7 @@ pub(super) fn plan(
             .field(aggregate.group_expr.len() + index)
             .name()
             .clone();
-        let context = Context {
-            lineage,
-            reads_table,
-        };
-        let (kind, mine) = one(expr, &name, &mut totaliser, &context, &mut measured)?;
+        let (kind, mine) = one(expr, &name, &mut totaliser, lineage, &mut measured)?;
         measured.measurement_of.push(mine);
         measured.aggregates.push(AggregateRequest { name, kind });
     }
@@ -75,22 +70,13 @@ fn shown(expr: &Expr) -> String {
     }
 }
 
-/// What an aggregate is planned against.
-struct Context<'a> {
-    /// Where its columns come from (and the description).
-    lineage: &'a Lineage<'a>,
-    /// Whether FROM reads the table's own columns (no renaming subquery).
-    reads_table: bool,
-}
-
 fn one(
     expr: &Expr,
     name: &str,
     totaliser: &mut Totaliser<'_>,
-    context: &Context<'_>,
+    lineage: &Lineage<'_>,
     measured: &mut Measured,
 ) -> Result<(AggregateKind, Vec<usize>)> {
-    let lineage = context.lineage;
     let Expr::AggregateFunction(function) = unalias(expr) else {
         return Err(not_private(format!(
             "'{name}' is not an aggregate dpkit supports"
@@ -105,7 +91,7 @@ fn one(
     if params.distinct {
         let function_name = function.func.name().to_ascii_lowercase();
         return match (function_name.as_str(), params.args.as_slice()) {
-            ("count", [argument]) if context.reads_table && is_person(argument, lineage) => {
+            ("count", [argument]) if is_person(argument, lineage) => {
                 Ok(count_people(argument, measured))
             }
             ("count", [argument]) => count_values(argument, totaliser, measured),
@@ -221,8 +207,12 @@ fn is_person(argument: &Expr, lineage: &Lineage<'_>) -> bool {
     matches!(unalias(argument), Expr::Column(c) if lineage.is_person(c))
 }
 
-/// `COUNT(DISTINCT id)` under the id privacy unit, read from the table's
-/// own id: how many people (each moves each of their groups by 1).
+/// `COUNT(DISTINCT person)` under the id privacy unit, over a private
+/// table's own person column (the id, or a `[private]` table's person),
+/// traced through aliases, subqueries and joins (never a computed column):
+/// how many people. Each person's rows carry their own value there, so
+/// they add at most 1 to each group they reach, however many rows a join
+/// made of them (and a row an outer join pads adds none).
 fn count_people(argument: &Expr, measured: &mut Measured) -> (AggregateKind, Vec<usize>) {
     let m = measured.add(Measurement::People, count_distinct(argument.clone()));
     (AggregateKind::CountPeople, vec![m])

@@ -144,16 +144,3 @@ fn projected(
     }
     Ok((exprs, computed))
 }
-
-/// Whether `plan` reads one private table's own columns: a scan of it, or
-/// filters and aliases over one, with no subquery that could rename a
-/// column and no join.
-pub(super) fn reads_table_directly(plan: &LogicalPlan, tables: &[PrivateView<'_>]) -> bool {
-    match plan {
-        plan if tables.iter().any(|table| table.is(plan)) => true,
-        LogicalPlan::TableScan(scan) => tables.iter().any(|t| t.name == scan.table_name.table()),
-        LogicalPlan::Filter(filter) => reads_table_directly(&filter.input, tables),
-        LogicalPlan::SubqueryAlias(alias) => reads_table_directly(&alias.input, tables),
-        _ => false,
-    }
-}

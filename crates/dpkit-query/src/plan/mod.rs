@@ -312,7 +312,6 @@ pub(crate) fn plan_private(
     let (input, sizes, filter_work) = (rewritten.plan.clone(), &rewritten.sizes, rewritten.work);
     #[cfg(feature = "planted-holes")]
     let input = planted_cap_after_from(input, description)?;
-    let reads_table = input::reads_table_directly(&aggregate.input, &tables);
     let lineage = lineage::Lineage {
         plan: &aggregate.input,
         tables: &tables,
@@ -320,7 +319,7 @@ pub(crate) fn plan_private(
         public,
     };
     let keys = keys::plan(aggregate, input.schema(), sizes, &lineage, domain_of)?;
-    let mut measured = aggregates::plan(aggregate, input.schema(), sizes, &lineage, reads_table)?;
+    let mut measured = aggregates::plan(aggregate, input.schema(), sizes, &lineage)?;
     // The keys and aggregates run on each of the (at most `fanout`) rows
     // one private row became; bounds per group order them by the keys once
     // more.

@@ -492,6 +492,43 @@ fn bounds_per_group_hold_and_bounds_without_truncation_are_caught() {
 }
 
 #[test]
+fn distinct_people_over_a_public_domain_move_at_most_its_groups() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    clear();
+    // Everyone visits kind A once; dan (12 rows allowed) visits A, B and C,
+    // so the people per kind, summed over the three, move by 3: Δ = 3, the
+    // domain's size, not 12.
+    let unit = "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 1";
+    let with_visits = format!(
+        "{}[private.v]\nfile = \"v.csv\"\nperson = \"person\"\nmax_rows_per_person = 12\n\
+         [private.v.columns.person]\ntype = \"integer\"\n\
+         [private.v.columns.kind]\ntype = \"text\"\ndomain = [\"A\", \"B\", \"C\"]\n",
+        description(unit, "t.csv")
+    );
+    let open = |name: &str, dan: (&str, &str)| {
+        let people = format!("{HEADER}{BASE}{}", dan.0);
+        let visits = format!("person,kind\n1,A\n2,A\n3,A\n5,A\n6,A\n7,A\n{}", dan.1);
+        let files = [("t.csv", people.as_str()), ("v.csv", visits.as_str())];
+        Fixture::with_files(name, &files, &with_visits, 100.0)
+    };
+    let (a, b) = (
+        open(
+            "audit-domain-people-a",
+            ("4,90,dan,M,0\n", "4,A\n4,B\n4,C\n"),
+        ),
+        open("audit-domain-people-b", ("", "")),
+    );
+    let every_kind = |t: &ReleasedTable| ["A", "B", "C"].iter().map(|k| cell(t, &[k], 1)).sum();
+    let sql = "SELECT v.kind, COUNT(DISTINCT v.person) FROM t JOIN v ON t.id = v.person \
+               GROUP BY v.kind";
+    let laplace = settings(1.0, 0.0, MechanismChoice::Laplace);
+    passes(
+        run(&a.engine, &b.engine, sql, laplace, &every_kind),
+        "distinct people over a public domain",
+    );
+}
+
+#[test]
 fn a_join_of_private_tables_on_the_person_holds_and_one_on_any_key_is_caught() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     clear();

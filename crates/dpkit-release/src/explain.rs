@@ -244,6 +244,14 @@ fn privacy_argument(query: &MeasuredQuery, noise: &NoisePlan) -> String {
             c.groups, c.rows_per_group
         ),
     };
+    let released = query.released_contribution().groups;
+    let rows = match released < c.groups {
+        true => format!(
+            "{rows}; the keys are a public domain, so one person reaches at most {released} of \
+             the released groups"
+        ),
+        false => rows,
+    };
     let mut text =
         format!("Privacy: ε holds for neighbouring tables that differ in {neighbours}; {rows}.\n");
     for (index, planned) in noise.noises.iter().enumerate() {

@@ -321,6 +321,17 @@ impl AggregateKind {
 }
 
 impl MeasuredQuery {
+    /// What one person may move among the released groups: the truncated
+    /// contribution, with its groups lowered to the number of released keys
+    /// when they are a public domain (fixed before any row is read; see
+    /// `Contribution::within_released`, whose argument is in dpkit-core).
+    pub fn released_contribution(&self) -> dpkit_core::sensitivity::Contribution {
+        match &self.keys {
+            KeySelection::Domain(keys) => self.contribution.within_released(keys.len() as u64),
+            KeySelection::Single | KeySelection::Threshold => self.contribution,
+        }
+    }
+
     /// How many ways aggregate `a`'s interval level is split: an aggregate
     /// used by a combination of `j` aggregates has its interval at level
     /// 1 − α/j, so that the combination's holds at 1 − α (see

@@ -342,7 +342,7 @@ impl Planner<'_> {
         let values = query.measurements[index].row_values();
         let moved = GroupedSensitivity::of_contribution(
             values,
-            query.contribution,
+            query.released_contribution(),
             self.spread,
             query.neighbouring,
         )?;
@@ -403,7 +403,7 @@ impl Planner<'_> {
         let query = self.query;
         let moved = GroupedSensitivity::of_contribution(
             RowValues::Count,
-            query.contribution,
+            query.released_contribution(),
             self.spread,
             query.neighbouring,
         )?;

@@ -151,6 +151,29 @@ impl Contribution {
         })
     }
 
+    /// The same contribution where only `released` groups are released,
+    /// for keys that are a public set fixed before any row is read (every
+    /// combination of public domains): groups outside the set are never
+    /// released, so one person moves at most `released` released groups,
+    /// each by at most `rows_per_group` rows and by at most `rows` in all.
+    /// The rows a person holds outside the set move nothing released, so
+    /// every bound of [`GroupedSensitivity::of_contribution`] holds with
+    /// `groups` lowered to `released` (at least 1, which holds when none is
+    /// released too: then nothing moves).
+    ///
+    /// ```
+    /// use dpkit_core::sensitivity::Contribution;
+    /// // 12 visits per person, counted by 3 public department kinds.
+    /// let released = Contribution::rows(12).within_released(3);
+    /// assert_eq!((released.rows, released.groups, released.rows_per_group), (12, 3, 12));
+    /// ```
+    pub fn within_released(self, released: u64) -> Self {
+        Self {
+            groups: self.groups.min(released.max(1)),
+            ..self
+        }
+    }
+
     /// The largest sum of squared rows per group: `q` groups full at
     /// `rows_per_group` and one with what is left, `q` as many as the rows
     /// and the groups allow (the move's L2 norm, over the magnitude).
@@ -500,6 +523,59 @@ mod contribution_tests {
                     assert_eq!(s.l2, (l2 as f64).sqrt(), "k {k} g {g} r {r}");
                     assert_eq!(s.per_group, r as f64);
                     assert_eq!(s.groups_moved, g);
+                }
+            }
+        }
+    }
+
+    /// Only `n` of `n + 2` groups released: the largest move of the
+    /// released ones, over every placement of one person's rows within the
+    /// bounds, is what `within_released(n)` gives, for counts of rows and
+    /// of people.
+    #[test]
+    fn a_public_set_of_released_groups_bounds_the_groups_moved() {
+        for k in 1..=5u64 {
+            for (g, r, n) in
+                (1..=k).flat_map(|g| (1..=k).flat_map(move |r| (0..=3).map(move |n| (g, r, n))))
+            {
+                let c = Contribution::bounded(k, g, r).unwrap().within_released(n);
+                let (mut l1, mut l2, mut people) = (0u64, 0u64, 0u64);
+                let groups = (n + 2) as usize;
+                let mut counts = vec![0u64; groups];
+                loop {
+                    let used = counts.iter().filter(|&&c| c > 0).count() as u64;
+                    if counts.iter().sum::<u64>() <= k && used <= g {
+                        let released = &counts[..n as usize];
+                        l1 = l1.max(released.iter().sum());
+                        l2 = l2.max(released.iter().map(|c| c * c).sum());
+                        people = people.max(released.iter().filter(|&&c| c > 0).count() as u64);
+                    }
+                    let mut i = 0;
+                    while i < groups && counts[i] == r {
+                        counts[i] = 0;
+                        i += 1;
+                    }
+                    if i == groups {
+                        break;
+                    }
+                    counts[i] += 1;
+                }
+                let of = |values| {
+                    GroupedSensitivity::of_contribution(
+                        values,
+                        c,
+                        Spread::Groups,
+                        Neighbouring::AddRemove,
+                    )
+                    .unwrap()
+                };
+                let case = format!("k {k} g {g} r {r} n {n}");
+                if n > 0 {
+                    assert_eq!(of(RowValues::Count).l1, l1 as f64, "{case}");
+                    assert_eq!(of(RowValues::Count).l2, (l2 as f64).sqrt(), "{case}");
+                    assert_eq!(of(RowValues::People).l1, people as f64, "{case}");
+                } else {
+                    assert_eq!((l1, people), (0, 0), "{case}");
                 }
             }
         }

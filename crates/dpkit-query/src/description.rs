@@ -609,6 +609,16 @@ fn check_source_table(name: &str) -> Result<()> {
             "source_table '{name}' must be letters, digits and underscores (schema.table allowed)"
         )));
     }
+    // dpkit's statements define tables of this prefix, which would hide
+    // a database table of that name.
+    if name
+        .split('.')
+        .any(|part| part.to_lowercase().starts_with("__dpkit"))
+    {
+        return Err(invalid(format!(
+            "source_table '{name}' starts with dpkit's own prefix __dpkit"
+        )));
+    }
     Ok(())
 }
 
@@ -1268,6 +1278,7 @@ mod tests {
             ("a format", "format = \"csv\""),
             ("the table's rows", "source_table = \"t\""),
             ("not a name", "source_table = \"a b\""),
+            ("dpkit's prefix", "source_table = \"__DPKIT_raw_t\""),
         ] {
             assert_refused(in_sqlite(private), case);
         }

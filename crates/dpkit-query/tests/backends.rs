@@ -495,6 +495,55 @@ fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
     audits::joins_keep_their_epsilon_where_the_rows_live(place);
     clinic_joins_land_at(place);
     public_rows_are_sent_as_read_at(place);
+    if !matches!(place, Place::Embedded) {
+        tables_that_would_read_rows_twice_are_refused_at(place);
+    }
+}
+
+/// Refused when the dataset opens, in one line: a private table that reads
+/// the table's rows again under a schema-qualified name, a public table
+/// named like a database table a private table reads (its definition in
+/// the statement would hide it), and a public column name with a quote.
+fn tables_that_would_read_rows_twice_are_refused_at(place: &Place<'_>) {
+    let schema = match place {
+        Place::Postgres(_) => "public",
+        Place::Spark(_) => "default",
+        _ => "main",
+    };
+    let people = "id,age\n1,30\n2,40\n";
+    let tables = [("t", people, &[("id", "INTEGER"), ("age", "INTEGER")][..])];
+    let base = "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"id\"\n\
+                column = \"id\"\nmax_rows_per_person = 1\n[budget]\nepsilon = 1.0\n\
+                [columns.id]\ntype = \"integer\"\n";
+    let again = |prefix: &str| {
+        format!(
+            "{base}[private.again]\nsource_table = \"{schema}.{prefix}_t\"\nperson = \"id\"\n\
+             max_rows_per_person = 1\n[private.again.columns.id]\ntype = \"integer\"\n"
+        )
+    };
+    let public = |name: &str| format!("{base}[public.{name}]\nfile = \"p.csv\"\n");
+    let cases = [
+        ("twice", again("twice"), "p,q\n1,2\n", "read the same"),
+        (
+            "named",
+            public("named_t"),
+            "p,q\n1,2\n",
+            "the name of a database table",
+        ),
+        (
+            "quoted",
+            public("labels"),
+            "\"p\"\"q\",r\n1,2\n",
+            "a name with a quote",
+        ),
+    ];
+    for (prefix, description, csv, says) in cases {
+        let opened = place.try_open_tables(prefix, (&tables, &[("p.csv", csv)]), &description);
+        match opened {
+            Err(refusal) => assert!(refusal.to_string().contains(says), "{refusal}"),
+            Ok(_) => panic!("{}: {prefix} was opened", place.name()),
+        }
+    }
 }
 
 /// A public table whose text has a quote, a backslash, a dollar sign and
@@ -775,6 +824,29 @@ fn postgres_runs_the_private_plans_of_the_embedded_engine() {
     );
     let description = at_the_bound::DESCRIPTION;
     ten_million_at_the_bound(description, &source, &server.folder, "postgres");
+    sql_ascii_is_refused_when_opened(&server);
+}
+
+/// A database in SQL_ASCII keeps whatever bytes were written: a text that
+/// is not UTF-8 would fail to be read after the charge (a red-team helper
+/// read one person's largest order so, a bit per query). Refused when
+/// opened, for free.
+fn sql_ascii_is_refused_when_opened(server: &Postgres) {
+    server.psql(
+        "CREATE DATABASE unchecked ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' \
+         TEMPLATE template0",
+    );
+    let connection = server
+        .connection()
+        .replace("dbname=postgres", "dbname=unchecked");
+    let source = format!("postgres = \"{connection}\"\nsource_table = \"t\"");
+    let opened = QueryEngine::open(in_database(PEOPLE_DESCRIPTION, &source, &server.folder));
+    match opened {
+        Err(QueryError::Description(message)) => {
+            assert!(message.contains("SQL_ASCII"), "{message}")
+        }
+        other => panic!("expected SQL_ASCII to be refused, got {:?}", other.err()),
+    }
 }
 
 /// PostgreSQL over TLS as `sslmode` says: a server that refuses every

@@ -64,6 +64,12 @@ pub trait Backend: Send + Sync {
     /// `found` is what [`Backend::columns`] gave when the table was opened
     /// (every plan checks that the columns are still so).
     fn source(&self, columns: &[(String, ColumnKind)], found: &[(String, DatabaseType)]) -> String;
+    /// What names the table in the database, whatever the description
+    /// wrote: two private tables with one identity read the same rows.
+    /// PostgreSQL gives the table's OID; SQLite (main schema only) and Spark
+    /// the name in lower case (Spark's without its database: two tables of
+    /// one name are taken for one, which refuses more, never less).
+    fn identity(&self) -> Result<String>;
     /// Asks the database whether it can run `plan`, without reading a row
     /// (SQLite and PostgreSQL prepare it, Spark describes it): a plan it
     /// cannot run is refused at planning, so that a failure that cannot

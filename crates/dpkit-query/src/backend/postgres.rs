@@ -67,6 +67,22 @@ impl PostgresTable {
             table: table.to_string(),
         };
         let client = this.connect()?;
+        let encoding = this
+            .runtime
+            .block_on(client.query_one("SHOW server_encoding", &[]))
+            .and_then(|row| row.try_get::<_, String>(0))
+            .map_err(|e| unreachable_error(&format!("cannot be read: {}", reason(&e))))?;
+        // SQL_ASCII keeps whatever bytes were written, unchecked: a text
+        // that is not UTF-8 would fail to be read only after the charge,
+        // and whether it does is a bit about the rows. Every other encoding
+        // is checked on writing and converted to UTF-8 for dpkit.
+        if encoding.eq_ignore_ascii_case("SQL_ASCII") {
+            return Err(QueryError::Description(
+                "the PostgreSQL database's encoding is SQL_ASCII, which keeps text unchecked: \
+                 dpkit reads databases whose text is checked (UTF8, LATIN1, …)"
+                    .into(),
+            ));
+        }
         *this.client.lock().map_err(|_| shape_error())? = Some(client);
         Ok(this)
     }
@@ -137,6 +153,26 @@ fn database_type(name: &str) -> DatabaseType {
 impl Backend for PostgresTable {
     fn flavour(&self) -> Flavour {
         Flavour::Postgres
+    }
+
+    fn identity(&self) -> Result<String> {
+        let name = Flavour::Postgres.qualified(&self.table);
+        let rows = self
+            .with_client(async |client| {
+                client
+                    .query("SELECT to_regclass($1)::oid::text", &[&name])
+                    .await
+            })
+            .map_err(|e| unreachable_error(&format!("cannot be read: {}", reason(&e))))??;
+        let oid = rows
+            .first()
+            .and_then(|row| row.try_get::<_, Option<String>>(0).ok());
+        oid.flatten().ok_or_else(|| {
+            QueryError::Description(format!(
+                "the PostgreSQL database has no table '{}'",
+                self.table
+            ))
+        })
     }
 
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {

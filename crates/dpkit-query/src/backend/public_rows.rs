@@ -134,14 +134,37 @@ fn cell(column: &dyn Array, row: usize, flavour: Flavour, name: &str) -> Result<
             };
             Ok(format!("CAST('{value:e}' AS {real})"))
         }
-        DataType::Utf8 => {
-            super::spelling::text_literal(column.as_string::<i32>().value(row), flavour)
-        }
+        DataType::Utf8 => text(column.as_string::<i32>().value(row), flavour, name),
         other => Err(QueryError::Description(format!(
             "public table '{name}' has a column of type {other}, which dpkit does not send to {}",
             flavour.name()
         ))),
     }
+}
+
+/// A text as a literal: as it is when it holds no quote, backslash,
+/// control character or dollar sign, otherwise from its UTF-8 bytes in
+/// hexadecimal, one flat literal however many such characters it holds
+/// (written in pieces, a text of many quotes is an expression too deep for
+/// SQLite). A NUL is refused: PostgreSQL text cannot hold one, and
+/// SQLite's functions stop at it.
+fn text(text: &str, flavour: Flavour, name: &str) -> Result<String> {
+    if text.contains('\0') {
+        return Err(QueryError::Description(format!(
+            "public table '{name}' holds a text with a NUL character, which cannot be sent to {}",
+            flavour.name()
+        )));
+    }
+    let plain = |c: char| !(c == '\\' || c == '\'' || c.is_control() || c == '$');
+    if text.chars().all(plain) {
+        return Ok(format!("'{text}'"));
+    }
+    let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
+    Ok(match flavour {
+        Flavour::Sqlite => format!("CAST(X'{hex}' AS TEXT)"),
+        Flavour::Postgres => format!("convert_from(decode('{hex}', 'hex'), 'UTF8')"),
+        Flavour::Spark => format!("CAST(X'{hex}' AS STRING)"),
+    })
 }
 
 #[cfg(test)]
@@ -153,7 +176,7 @@ mod tests {
 
     use super::*;
 
-    const AWKWARD: &str = "it's \\ a\nline; -- not a comment";
+    const AWKWARD: &str = "it's \\ a\nline; -- not a comment $1";
 
     fn batch(rows: usize) -> RecordBatch {
         let schema = Schema::new(vec![
@@ -205,12 +228,32 @@ mod tests {
     }
 
     #[test]
+    fn a_text_of_many_quotes_is_one_flat_literal() {
+        let schema = Arc::new(Schema::new(vec![Field::new("t", DataType::Utf8, true)]));
+        let quotes = "'".repeat(5000) + "\\$";
+        let column = StringArray::from(vec![Some(quotes.as_str())]);
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(column)]).unwrap();
+        let source = public_source("p", &[batch], Flavour::Sqlite).unwrap();
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        let read: String = db.query_row(&source, [], |row| row.get(0)).unwrap();
+        assert_eq!(read, quotes);
+    }
+
+    #[test]
     fn tables_too_large_or_not_finite_are_one_line() {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, true)]));
         let many = Float64Array::from(vec![1.0; MOST_SENT_ROWS + 1]);
         let many = RecordBatch::try_new(schema.clone(), vec![Arc::new(many)]).unwrap();
         let nan = RecordBatch::try_new(schema, vec![Arc::new(Float64Array::from(vec![f64::NAN]))]);
-        for (batch, says) in [(many, "more than 10000 rows"), (nan.unwrap(), "a NaN")] {
+        let text = Arc::new(Schema::new(vec![Field::new("t", DataType::Utf8, true)]));
+        let nul = StringArray::from(vec![Some("a\0b")]);
+        let nul = RecordBatch::try_new(text, vec![Arc::new(nul)]).unwrap();
+        let refused = [
+            (many, "more than 10000 rows"),
+            (nan.unwrap(), "a NaN"),
+            (nul, "a NUL character"),
+        ];
+        for (batch, says) in refused {
             let refused = public_source("p", &[batch], Flavour::Postgres).unwrap_err();
             assert!(refused.to_string().contains(says), "{refused}");
         }

@@ -294,6 +294,13 @@ impl Backend for SparkTable {
         Flavour::Spark
     }
 
+    fn identity(&self) -> Result<String> {
+        // Spark finds names whatever their case; a table of one name in
+        // two databases is taken for one (refusing more, never less).
+        let name = self.table.rsplit('.').next().unwrap_or_default();
+        Ok(name.to_lowercase())
+    }
+
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {
         let sql = format!("DESCRIBE TABLE {}", Flavour::Spark.qualified(&self.table));
         let batches = self

@@ -114,16 +114,6 @@ fn literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr>> {
     Some(parse(&written, flavour))
 }
 
-/// `text` as a literal of `flavour`'s SQL, written as [`spell`] writes
-/// the analyst's: without a quote, a backslash or a control character.
-pub(crate) fn text_literal(text: &str, flavour: Flavour) -> Result<String> {
-    let plain = ast::Expr::value(ast::Value::SingleQuotedString(text.to_string()));
-    match literal(&plain, flavour) {
-        Some(spelled) => Ok(spelled?.to_string()),
-        None => Ok(plain.to_string()),
-    }
-}
-
 /// A minus sign before its operand in parentheses: printed bare, `-(-x)`
 /// is `--x`, which every database reads as a comment to the end of the
 /// line (a line the analyst's text could end).

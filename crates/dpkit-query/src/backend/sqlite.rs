@@ -44,6 +44,17 @@ impl SqliteTable {
                 file.display()
             )));
         }
+        // Tables of the main schema: `main.t` is `t`.
+        let table = match table.split_once('.') {
+            Some((schema, name)) if schema.eq_ignore_ascii_case("main") => name,
+            Some(_) => {
+                return Err(QueryError::Description(format!(
+                    "the SQLite table '{table}': dpkit reads tables of the main schema (name \
+                     it without a schema, or as main.NAME)"
+                )));
+            }
+            None => table,
+        };
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = Connection::open_with_flags(file, flags)
             .and_then(|c| c.busy_timeout(BUSY_WAIT).map(|()| c))
@@ -195,6 +206,11 @@ fn below(column: &str, literal: &str) -> String {
 impl Backend for SqliteTable {
     fn flavour(&self) -> Flavour {
         Flavour::Sqlite
+    }
+
+    fn identity(&self) -> Result<String> {
+        // SQLite finds table names whatever their case.
+        Ok(self.table.to_lowercase())
     }
 
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>> {

@@ -10,7 +10,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::logical_expr::LogicalPlan;
 
 use super::{Backend, DatabaseType, RemotePlan};
-use crate::description::Description;
+use crate::description::{Description, Source};
 use crate::error::{QueryError, Result};
 
 /// One private table in the database.
@@ -22,6 +22,44 @@ struct Table {
     source: String,
     /// Its columns as they were when it was opened.
     columns: Vec<(String, DatabaseType)>,
+    /// The database table's name without a schema, in lower case.
+    read: String,
+}
+
+impl Table {
+    /// Connects to the private table `name` (`alone` describes it as the
+    /// table), checks its columns, and makes the empty table of its
+    /// declared columns that the planner plans over.
+    fn open(name: &str, alone: &Description) -> Result<(Self, Arc<dyn TableProvider>)> {
+        let Some(backend) = super::connect(alone)? else {
+            return Err(QueryError::Description(
+                "the table is not in a database".into(),
+            ));
+        };
+        let found = backend.columns()?;
+        let columns = super::declared_columns(alone, &found, backend.flavour().name())?;
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|(name, kind)| Field::new(name, crate::private_table::declared_type(*kind), true))
+            .collect();
+        let schema = Arc::new(Schema::new(fields));
+        let provider = datafusion::datasource::MemTable::try_new(schema, vec![vec![]])
+            .map_err(|e| QueryError::Unreadable(format!("cannot plan over the table: {e}")))?;
+        let read = match &alone.source {
+            Source::File => "",
+            Source::Sqlite { table }
+            | Source::Postgres { table, .. }
+            | Source::Spark { table, .. } => table.rsplit('.').next().unwrap_or_default(),
+        };
+        let table = Self {
+            name: name.to_string(),
+            source: backend.source(&columns, &found),
+            backend,
+            columns: found,
+            read: read.to_lowercase(),
+        };
+        Ok((table, Arc::new(provider)))
+    }
 }
 
 /// Every private table of a description in a database; the first is the
@@ -42,36 +80,27 @@ impl DatabaseTables {
     /// Connects to each private table of `description` (which lives in a
     /// database) and checks its columns against the description.
     pub(crate) fn open(description: &Description) -> Result<(Self, EmptyTables)> {
-        let mut tables = Vec::new();
+        let mut tables: Vec<Table> = Vec::new();
         let mut empty: EmptyTables = Vec::new();
+        let mut identities: Vec<String> = Vec::new();
         for name in description.private_names() {
             let Some(alone) = description.alone(name) else {
                 continue;
             };
-            let Some(backend) = super::connect(&alone)? else {
-                return Err(QueryError::Description(
-                    "the table is not in a database".into(),
-                ));
-            };
-            let found = backend.columns()?;
-            let columns = super::declared_columns(&alone, &found, backend.flavour().name())?;
-            let fields: Vec<Field> = columns
-                .iter()
-                .map(|(name, kind)| {
-                    Field::new(name, crate::private_table::declared_type(*kind), true)
-                })
-                .collect();
-            let schema = Arc::new(Schema::new(fields));
-            let provider = datafusion::datasource::MemTable::try_new(schema, vec![vec![]])
-                .map_err(|e| QueryError::Unreadable(format!("cannot plan over the table: {e}")))?;
-            empty.push((name.to_string(), Arc::new(provider)));
-            let source = backend.source(&columns, &found);
-            tables.push(Table {
-                name: name.to_string(),
-                backend,
-                source,
-                columns: found,
-            });
+            let (table, provider) = Table::open(name, &alone)?;
+            // Rows read as two tables would be one person's in one and,
+            // under another person column, someone else's in the other.
+            let identity = table.backend.identity()?;
+            if let Some(at) = identities.iter().position(|i| *i == identity) {
+                return Err(QueryError::Description(format!(
+                    "private tables '{}' and '{name}' read the same {} table",
+                    tables[at].name,
+                    table.backend.flavour().name()
+                )));
+            }
+            identities.push(identity);
+            empty.push((name.to_string(), provider));
+            tables.push(table);
         }
         let public = Vec::new();
         Ok((Self { tables, public }, empty))
@@ -83,7 +112,20 @@ impl DatabaseTables {
     pub(crate) fn send_public(&mut self, public: &crate::public_table::PublicTables) -> Result<()> {
         let flavour = self.runner().flavour();
         for (name, facts) in public {
+            // The statement defines the public table by its name, which
+            // would hide a database table of that name from a private
+            // table's read of it (SQLite finds names whatever their case,
+            // and a later WITH clause's too).
+            if self.tables.iter().any(|t| t.read == name.to_lowercase()) {
+                return Err(QueryError::Description(format!(
+                    "public table '{name}' has the name of a database table a private table \
+                     reads: rename the public table"
+                )));
+            }
             let source = super::public_rows::public_source(name, &facts.batches, flavour)?;
+            // Names with a quote and the like are refused now, not by
+            // every query.
+            super::spelling::unambiguous(&source, flavour)?;
             let columns = facts.batches[0].schema();
             let columns = columns.fields().iter().map(|f| f.name().clone()).collect();
             self.public.push((name.clone(), columns, source));

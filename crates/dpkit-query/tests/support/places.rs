@@ -108,9 +108,20 @@ impl Place<'_> {
     pub fn open_tables(
         &self,
         prefix: &str,
-        (tables, public): (&[Loaded<'_>], &[(&str, &str)]),
+        loaded: (&[Loaded<'_>], &[(&str, &str)]),
         description: &str,
     ) -> QueryEngine {
+        self.try_open_tables(prefix, loaded, description)
+            .unwrap_or_else(|e| panic!("{}: cannot open {prefix}: {e}", self.name()))
+    }
+
+    /// As [`Place::open_tables`], with what opening says.
+    pub fn try_open_tables(
+        &self,
+        prefix: &str,
+        (tables, public): (&[Loaded<'_>], &[(&str, &str)]),
+        description: &str,
+    ) -> dpkit_query::Result<QueryEngine> {
         let dir = folder(&format!("{}-{prefix}", self.name()));
         let database = dir.join(format!("{prefix}.sqlite"));
         let _ = std::fs::remove_file(&database);
@@ -143,9 +154,7 @@ impl Place<'_> {
             Self::Embedded => description.to_string(),
             _ => in_one_database(description, &source, prefix),
         };
-        let description = dpkit_query::Description::from_toml(&text, &dir).unwrap();
-        QueryEngine::open(description)
-            .unwrap_or_else(|e| panic!("{}: cannot open {prefix}: {e}", self.name()))
+        QueryEngine::open(dpkit_query::Description::from_toml(&text, &dir)?)
     }
 }
 

@@ -167,6 +167,38 @@ fn distinct_people_through_a_join_move_by_one_and_land_on_the_exact_count() {
 }
 
 #[test]
+fn comma_joins_are_the_joins_their_equalities_say() {
+    let engine = clinic(|text| text);
+    let db = sqlite();
+    let comma = "SELECT p.region, COUNT(*) AS visits FROM people p, visits v \
+                 WHERE p.id = v.person AND v.cost > 100 GROUP BY p.region";
+    let independent = "SELECT p.region, COUNT(*) FROM people p JOIN kept v ON p.id = v.person \
+                       WHERE v.cost > 100 GROUP BY p.region";
+    assert_lands(
+        &answered(&engine, comma, "comma"),
+        &expected(&db, independent),
+        &[0.5],
+    );
+    let public = "SELECT d.kind, COUNT(*) AS visits FROM visits v, departments d \
+                  WHERE v.department = d.department GROUP BY d.kind";
+    let independent = "SELECT d.kind, COUNT(*) FROM kept v JOIN departments d \
+                       ON v.department = d.department GROUP BY d.kind";
+    assert_lands(
+        &answered(&engine, public, "comma-public"),
+        &expected(&db, independent),
+        &[0.5],
+    );
+    // Without the persons' equality, a comma join is still refused.
+    for sql in [
+        "SELECT COUNT(*) FROM people p, visits v",
+        "SELECT COUNT(*) FROM people p, visits v WHERE p.age = v.month",
+        "SELECT COUNT(*) FROM people p, visits v WHERE p.id = v.person OR v.cost > 100",
+    ] {
+        refused(&engine, sql, "join only on the person");
+    }
+}
+
+#[test]
 fn truncation_refuses_a_person_column_that_an_outer_join_pads() {
     // Only the padded side's person is kept: every unmatched visit would
     // name no one, and all of them would be truncated as one person.

@@ -16,6 +16,7 @@
 mod aggregates;
 mod arithmetic;
 mod bounds;
+mod comma_joins;
 mod contribution;
 mod grid;
 mod having;
@@ -295,6 +296,7 @@ pub(crate) fn plan_private(
         domain_of,
         matches_of,
     } = sources;
+    let logical = &comma_joins::as_equijoins(logical.clone());
     let shape = peel(logical)?;
     let aggregate = shape.aggregate;
     let tables = tables::private_views(description, views);

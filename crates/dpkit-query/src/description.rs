@@ -72,6 +72,9 @@ pub struct Description {
     /// replaced by another's (`neighbours = "replace"`, which calibrates for
     /// both and costs more noise per group).
     pub neighbouring: Neighbouring,
+    /// Which of a person's rows are kept when they hold more than a cap
+    /// allows (`keep`, under the id unit).
+    pub keep: KeptRows,
     /// Each analyst's total budget.
     pub budget_epsilon: f64,
     /// Each analyst's total δ.
@@ -177,6 +180,23 @@ impl std::fmt::Debug for Source {
                 .finish(),
         }
     }
+}
+
+/// Which of a person's rows a cap keeps (`[privacy_unit] keep`). Either
+/// way the choice depends on that person's rows alone, never on other
+/// people's, so the caps' sensitivities hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeptRows {
+    /// The first in the order of the rows' own values, every column in
+    /// turn (`"ordered"`, the default): the same rows every time, on every
+    /// engine, but the first columns' smallest values are favoured (the
+    /// clinic's visits in the year's first months).
+    #[default]
+    Ordered,
+    /// A uniformly random choice among the person's rows, drawn anew by
+    /// each run from the engine's OS-seeded generator (`"random"`): no
+    /// value is favoured. The embedded engine only.
+    Random,
 }
 
 /// Who one "person" is.
@@ -325,6 +345,7 @@ struct RawPrivacyUnit {
     max_groups_per_person: Option<u64>,
     max_rows_per_group: Option<u64>,
     neighbours: Option<String>,
+    keep: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -372,6 +393,7 @@ impl Description {
         let format = file_format(raw.table.file.as_deref(), raw.table.format.as_deref())?;
         let (file, source) = source(&raw.table, base)?;
         let neighbouring = neighbouring(raw.privacy_unit.neighbours.as_deref())?;
+        let keep = kept_rows(raw.privacy_unit.keep.as_deref(), &source)?;
         let bounds = (
             raw.privacy_unit.max_groups_per_person,
             raw.privacy_unit.max_rows_per_group,
@@ -408,6 +430,7 @@ impl Description {
             max_groups_per_person: bounds.0,
             max_rows_per_group: bounds.1,
             neighbouring,
+            keep,
             budget_epsilon: raw.budget.epsilon,
             budget_delta: raw.budget.delta,
             columns,
@@ -823,6 +846,21 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+fn kept_rows(raw: Option<&str>, source: &Source) -> Result<KeptRows> {
+    match (raw, source) {
+        (None | Some("ordered"), _) => Ok(KeptRows::Ordered),
+        (Some("random"), Source::File) => Ok(KeptRows::Random),
+        (Some("random"), _) => Err(invalid(
+            "privacy_unit keep = \"random\" runs on the embedded engine: a table in a database \
+             keeps each person's rows in the order of their values (keep = \"ordered\")"
+                .into(),
+        )),
+        (Some(other), _) => Err(invalid(format!(
+            "privacy_unit keep '{other}': use ordered or random"
+        ))),
+    }
+}
+
 fn neighbouring(raw: Option<&str>) -> Result<Neighbouring> {
     match raw {
         None | Some("add-remove") => Ok(Neighbouring::AddRemove),
@@ -1031,6 +1069,33 @@ mod tests {
             Err(QueryError::Description(reason)) => assert!(!reason.contains('\n'), "{case}"),
             other => panic!("{case}: expected a refusal, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn rows_are_kept_in_order_unless_random_is_declared_beside_a_file() {
+        let t = "type = \"integer\"";
+        let id =
+            |keep: &str| format!("kind = \"id\"\ncolumn = \"c\"\nmax_rows_per_person = 3\n{keep}");
+        assert_eq!(
+            describe("", &id(""), BUDGET, t).unwrap().keep,
+            KeptRows::Ordered
+        );
+        let random = describe("", &id("keep = \"random\""), BUDGET, t).unwrap();
+        assert_eq!(random.keep, KeptRows::Random);
+        assert_eq!(random.alone("t").unwrap().keep, KeptRows::Random);
+        assert_refused(
+            describe("", &id("keep = \"first\""), BUDGET, t),
+            "unknown keep",
+        );
+        let in_sqlite = Description::from_toml(
+            &format!(
+                "[table]\nname = \"t\"\nsqlite = \"t.db\"\n[privacy_unit]\n{}\n\
+                 [budget]\n{BUDGET}\n[columns.c]\n{t}\n",
+                id("keep = \"random\"")
+            ),
+            Path::new("."),
+        );
+        assert_refused(in_sqlite, "random in a database");
     }
 
     #[test]

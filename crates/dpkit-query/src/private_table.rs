@@ -27,11 +27,11 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::TableProvider;
 use datafusion::common::Column;
-use datafusion::logical_expr::{Expr, ExprFunctionExt, LogicalPlan, lit, try_cast};
+use datafusion::logical_expr::{Expr, ExprFunctionExt, LogicalPlan, SortExpr, lit, try_cast};
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
 use crate::description::{
-    ColumnFacts, ColumnKind, DEFAULT_MAX_LENGTH, Description, FileFormat, PrivacyUnit,
+    ColumnFacts, ColumnKind, DEFAULT_MAX_LENGTH, Description, FileFormat, KeptRows, PrivacyUnit,
 };
 use crate::error::{QueryError, Result};
 
@@ -321,6 +321,24 @@ pub(crate) async fn capped_table(
     Ok((schema, view.collect().await.map_err(unreadable)?))
 }
 
+/// The order in which a cap keeps each person's first rows: their own
+/// values, every column in turn, after a random draw per row under
+/// `keep = "random"`. Which rows are kept depends on the person's own rows
+/// alone, never on where other people's rows are read (the values order
+/// them; with the draw, each row's draw is independent of every value and
+/// of every other draw, so the person's kept rows are a uniformly random
+/// choice among theirs whatever the rest of the table: coupling the draws
+/// of the rows two neighbouring tables share, every other person keeps the
+/// same rows in both, so each cap's sensitivity holds for every draw, and
+/// so for their mixture). The draws come from DataFusion's `random()`,
+/// which reads the thread's OS-seeded generator.
+pub(crate) fn kept_order(keep: KeptRows, columns: &[Expr]) -> Vec<SortExpr> {
+    let draw = (keep == KeptRows::Random)
+        .then(|| datafusion::functions::math::expr_fn::random().sort(true, true));
+    let values = columns.iter().map(|c| c.clone().sort(true, true));
+    draw.into_iter().chain(values).collect()
+}
+
 /// Registers the view, capped per person when `cap` says so, and returns
 /// its plan: the planner inlines it into queries, where `plan::input`
 /// recognises it.
@@ -346,13 +364,10 @@ async fn register_view(
         true,
     ) = (&description.privacy_unit, capped)
     {
-        // Each person's first rows in the order of their own values (every
-        // column): which rows are kept never depends on where other
-        // people's rows are read.
-        let whole_row: Vec<_> = names.iter().map(|n| column(n).sort(true, true)).collect();
+        let columns: Vec<Expr> = names.iter().map(|n| column(n)).collect();
         let numbered = datafusion::functions_window::expr_fn::row_number()
             .partition_by(vec![column(id)])
-            .order_by(whole_row)
+            .order_by(kept_order(description.keep, &columns))
             .build()
             .map_err(failed)?
             .alias(ROW_NUMBER);

@@ -63,20 +63,21 @@ pub(super) fn truncated(
     // One window node per ordering: DataFusion plans each node's window
     // expressions with one sort.
     let mut numbered = Vec::new();
-    // Ordered by every column of the row: which rows are kept is then a
-    // function of the person's own rows, never of where other people's
-    // rows happen to be read (a red-team helper saw sums move by 3,700
-    // where Δ was 500 when a zero-valued person was added, before).
+    // Ordered by every column of the row (after a random draw under keep =
+    // "random"): which rows are kept is then a function of the person's own
+    // rows, never of where other people's rows happen to be read (a
+    // red-team helper saw sums move by 3,700 where Δ was 500 when a
+    // zero-valued person was added, before). See `kept_order`.
     let columns: Vec<Expr> = input
         .schema()
         .columns()
         .into_iter()
         .map(Expr::Column)
         .collect();
-    let whole_row = columns.iter().map(|c| c.clone().sort(true, true)).collect();
+    let order = crate::private_table::kept_order(description.keep, &columns);
     let in_group = row_number()
         .partition_by([vec![id.clone()], keys.clone()].concat())
-        .order_by(whole_row)
+        .order_by(order)
         .build()
         .map_err(sql_error)?
         .alias(ROW_IN_GROUP);

@@ -21,7 +21,6 @@ use dpkit_total::{Sizes, Totaliser, Ty, check_work};
 
 use super::reach::{Reach, Reads, Rewritten, Scope, merge_size};
 use super::{not_private, sql_error};
-use crate::description::MAX_ROWS_PER_PERSON;
 use crate::error::Result;
 
 /// `join` over its rewritten sides, its condition in total form, and how far
@@ -87,11 +86,12 @@ pub(super) fn joined(
     };
     let rows_per_person =
         rows_after_public_join(reach.rows_per_person, matches, kind).map_err(too_far)?;
-    if rows_per_person > MAX_ROWS_PER_PERSON {
+    let most = scope.most_joined_rows();
+    if rows_per_person > most {
         return Err(not_private(format!(
-            "the join lets one person hold up to {rows_per_person} rows, more than the \
-             {MAX_ROWS_PER_PERSON} any answer can bear: join on a key that repeats less in the \
-             public table"
+            "the join lets one person hold up to {rows_per_person} rows, more than the {most} \
+             a query may reach (the largest max_rows_per_person, or 10000): join on a key \
+             that repeats less in the public table"
         )));
     }
     let fanout = rows_after_public_join(reach.fanout, matches, kind).map_err(too_far)?;

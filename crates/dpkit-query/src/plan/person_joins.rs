@@ -13,7 +13,6 @@ use super::joins::{both_sizes, keys, rebuilt};
 use super::lineage::person_in;
 use super::reach::{Reach, Reads, Rewritten, Scope};
 use super::{not_private, sql_error, unalias};
-use crate::description::MAX_ROWS_PER_PERSON;
 use crate::error::Result;
 
 /// `join` of two private sides, its condition in total form, and how far
@@ -44,10 +43,12 @@ pub(super) fn joined(
     let too_far = |_| not_private("the join lets one person hold more rows than can be counted");
     let rows_per_person =
         rows_after_person_join(l.rows_per_person, r.rows_per_person, kind).map_err(too_far)?;
-    if rows_per_person > MAX_ROWS_PER_PERSON {
+    let most = scope.most_joined_rows();
+    if rows_per_person > most {
         return Err(not_private(format!(
-            "the join lets one person hold up to {rows_per_person} rows, more than the \
-             {MAX_ROWS_PER_PERSON} any answer can bear: lower the tables' max_rows_per_person"
+            "the join lets one person hold up to {rows_per_person} rows, more than the {most} \
+             a query may reach (the largest max_rows_per_person, or 10000): join the tables \
+             fewer times"
         )));
     }
     // Each row of one side meets at most the other side's rows of its

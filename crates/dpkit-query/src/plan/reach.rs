@@ -22,6 +22,28 @@ pub(super) struct Scope<'a, 'b> {
     pub(super) matches_of: &'a mut MatchesOf<'b>,
 }
 
+/// The fewest rows per person that joins may always reach (see
+/// [`Scope::most_joined_rows`]).
+const JOINED_ROWS_FLOOR: u64 = 10_000;
+
+impl Scope<'_, '_> {
+    /// The most rows one person may hold after joins: the largest cap a
+    /// table declares, or 10,000 if that is more. The time a query takes
+    /// grows with the rows one person holds, and only the bound on it is
+    /// public: a join that multiplied a person's rows far past what any
+    /// table allows would let their rows alone take visibly long (a
+    /// red-team helper joined a table of 5 rows per person to itself six
+    /// times and to a public table of 64 rows, about a million rows per
+    /// person: 119 ms with that person's rows against 64 ms without). At
+    /// 10,000 rows such a difference is about 100 times smaller, within
+    /// the spread of runs; a table whose curator allows more rows per
+    /// person allows their time too.
+    pub(super) fn most_joined_rows(&self) -> u64 {
+        let caps = self.tables.iter().map(|t| t.facts.rows_per_person);
+        caps.fold(JOINED_ROWS_FLOOR, u64::max)
+    }
+}
+
 /// A rewritten plan, its output columns' sizes, its work per row of a
 /// private table, and what it reads.
 pub(super) struct Rewritten {

@@ -194,8 +194,9 @@ pub enum KeptRows {
     #[default]
     Ordered,
     /// A uniformly random choice among the person's rows, drawn anew by
-    /// each run from the engine's OS-seeded generator (`"random"`): no
-    /// value is favoured. The embedded engine only.
+    /// each run (`"random"`): no value is favoured. The embedded engine
+    /// draws from the thread's OS-seeded generator, a database from its
+    /// own `random()` (`rand()` on Spark), seeded apart from the rows.
     Random,
 }
 
@@ -393,7 +394,7 @@ impl Description {
         let format = file_format(raw.table.file.as_deref(), raw.table.format.as_deref())?;
         let (file, source) = source(&raw.table, base)?;
         let neighbouring = neighbouring(raw.privacy_unit.neighbours.as_deref())?;
-        let keep = kept_rows(raw.privacy_unit.keep.as_deref(), &source)?;
+        let keep = kept_rows(raw.privacy_unit.keep.as_deref())?;
         let bounds = (
             raw.privacy_unit.max_groups_per_person,
             raw.privacy_unit.max_rows_per_group,
@@ -846,16 +847,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn kept_rows(raw: Option<&str>, source: &Source) -> Result<KeptRows> {
-    match (raw, source) {
-        (None | Some("ordered"), _) => Ok(KeptRows::Ordered),
-        (Some("random"), Source::File) => Ok(KeptRows::Random),
-        (Some("random"), _) => Err(invalid(
-            "privacy_unit keep = \"random\" runs on the embedded engine: a table in a database \
-             keeps each person's rows in the order of their values (keep = \"ordered\")"
-                .into(),
-        )),
-        (Some(other), _) => Err(invalid(format!(
+fn kept_rows(raw: Option<&str>) -> Result<KeptRows> {
+    match raw {
+        None | Some("ordered") => Ok(KeptRows::Ordered),
+        Some("random") => Ok(KeptRows::Random),
+        Some(other) => Err(invalid(format!(
             "privacy_unit keep '{other}': use ordered or random"
         ))),
     }
@@ -1072,7 +1068,7 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_kept_in_order_unless_random_is_declared_beside_a_file() {
+    fn rows_are_kept_in_order_unless_random_is_declared() {
         let t = "type = \"integer\"";
         let id =
             |keep: &str| format!("kind = \"id\"\ncolumn = \"c\"\nmax_rows_per_person = 3\n{keep}");
@@ -1087,15 +1083,6 @@ mod tests {
             describe("", &id("keep = \"first\""), BUDGET, t),
             "unknown keep",
         );
-        let in_sqlite = Description::from_toml(
-            &format!(
-                "[table]\nname = \"t\"\nsqlite = \"t.db\"\n[privacy_unit]\n{}\n\
-                 [budget]\n{BUDGET}\n[columns.c]\n{t}\n",
-                id("keep = \"random\"")
-            ),
-            Path::new("."),
-        );
-        assert_refused(in_sqlite, "random in a database");
     }
 
     #[test]

@@ -498,6 +498,54 @@ fn every_check_at(place: &Place<'_>, queries: &[&str], refused: &[&str]) {
     if !matches!(place, Place::Embedded) {
         tables_that_would_read_rows_twice_are_refused_at(place);
     }
+    random_caps_keep_each_row_equally_often_at(place);
+}
+
+/// With `keep = "random"` the cap keeps a uniformly random 5 of one
+/// person's 20 rows, anew each run, where the rows live (in the order of
+/// their values it would keep 0 to 4 every time). Over the runs each value
+/// is kept a quarter of the time; the χ² statistic over the 20 values is
+/// below the χ²(19) quantile at 1 − 10⁻⁶ (64.4 by the Wilson–Hilferty
+/// approximation) for a correct implementation, less often than that: rows
+/// drawn without repeats within a run make the counts vary less than
+/// multinomial ones.
+fn random_caps_keep_each_row_equally_often_at(place: &Place<'_>) {
+    let rows: String = (0..20).map(|v| format!("1,{v}\n")).collect();
+    let csv = format!("id,v\n{rows}");
+    let description = "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"id\"\n\
+                       column = \"id\"\nmax_rows_per_person = 5\nkeep = \"random\"\n\
+                       [budget]\nepsilon = 1.0\n[columns.id]\ntype = \"integer\"\n\
+                       [columns.v]\ntype = \"integer\"\nbounds = [0, 19]\n";
+    let types: databases::Types<'_> = &[("id", "INTEGER"), ("v", "INTEGER")];
+    let engine = place.open_tables("random_cap", (&[("t", &csv, types)], &[]), description);
+    let query = engine
+        .plan("SELECT v, COUNT(*) AS n FROM t GROUP BY v")
+        .unwrap();
+    let runs = match place {
+        Place::Spark(_) => 100,
+        _ => 400,
+    };
+    let mut kept = std::collections::BTreeMap::<String, f64>::new();
+    for _ in 0..runs {
+        let groups = dpkit_query::internals::exact(&engine, &query).unwrap();
+        assert_eq!(groups.keys.len(), 5, "{}: five rows kept", place.name());
+        for key in groups.keys {
+            *kept.entry(key[0].clone()).or_default() += 1.0;
+        }
+    }
+    let expected = runs as f64 / 4.0;
+    let chi2: f64 = (0..20)
+        .map(|v| kept.get(&v.to_string()).copied().unwrap_or(0.0))
+        .map(|observed| (observed - expected).powi(2) / expected)
+        .sum();
+    // Wilson–Hilferty: k·(1 − 2/(9k) + z·√(2/(9k)))³, k = 19, z = 4.7534.
+    let k = 19.0_f64;
+    let threshold = k * (1.0 - 2.0 / (9.0 * k) + 4.7534 * (2.0 / (9.0 * k)).sqrt()).powi(3);
+    assert!(
+        chi2 < threshold,
+        "{}: χ² = {chi2} ≥ {threshold}: {kept:?}",
+        place.name()
+    );
 }
 
 /// Refused when the dataset opens, in one line: a private table that reads

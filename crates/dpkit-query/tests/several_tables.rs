@@ -8,8 +8,6 @@ mod clinic;
 #[path = "support/fixture.rs"]
 mod fixture;
 
-use std::collections::BTreeMap;
-
 use clinic::{
     answered, assert_lands, clinic_folder, clinic_text, expected, private_joins_land,
     public_joins_land, sqlite,
@@ -239,48 +237,6 @@ fn opened(name: &str, files: &[(&str, &str)], description: &str) -> QueryEngine 
         std::fs::write(folder.join(file), text).unwrap();
     }
     QueryEngine::open(Description::from_toml(description, &folder).unwrap()).unwrap()
-}
-
-/// With `keep = "random"` the cap keeps a uniformly random 10 of one
-/// person's 100 rows, anew each run (in the order of their values it would
-/// keep 0 to 9 every time). Over 1,000 runs each value is kept about 100
-/// times; the χ² statistic over the 100 values is below the χ²(99) quantile
-/// at 1 − 10⁻⁶, 181 by the Wilson–Hilferty approximation, for a correct
-/// implementation, less often than that: rows drawn without repeats within
-/// a run make the counts vary less than multinomial ones.
-#[test]
-fn a_random_cap_keeps_each_row_equally_often() {
-    let rows: String = (0..100).map(|v| format!("1,{v}\n")).collect();
-    let description = "[table]\nname = \"t\"\nfile = \"t.csv\"\n[privacy_unit]\nkind = \"id\"\n\
-                       column = \"id\"\nmax_rows_per_person = 10\nkeep = \"random\"\n\
-                       [budget]\nepsilon = 1.0\n[columns.id]\ntype = \"integer\"\n\
-                       [columns.v]\ntype = \"integer\"\nbounds = [0, 99]\n";
-    let engine = opened(
-        "random-cap",
-        &[("t.csv", &format!("id,v\n{rows}"))],
-        description,
-    );
-    let query = engine
-        .plan("SELECT v, COUNT(*) AS n FROM t GROUP BY v")
-        .unwrap();
-    let runs = 1000;
-    let mut kept: BTreeMap<String, f64> = BTreeMap::new();
-    for _ in 0..runs {
-        let groups = dpkit_query::internals::exact(&engine, &query).unwrap();
-        assert_eq!(groups.keys.len(), 10, "ten rows kept");
-        for key in groups.keys {
-            *kept.entry(key[0].clone()).or_default() += 1.0;
-        }
-    }
-    let expected = runs as f64 / 10.0;
-    let chi2: f64 = (0..100)
-        .map(|v| kept.get(&v.to_string()).copied().unwrap_or(0.0))
-        .map(|observed| (observed - expected).powi(2) / expected)
-        .sum();
-    // Wilson–Hilferty: k·(1 − 2/(9k) + z·√(2/(9k)))³, k = 99, z = 4.7534.
-    let k = 99.0_f64;
-    let threshold = k * (1.0 - 2.0 / (9.0 * k) + 4.7534 * (2.0 / (9.0 * k)).sqrt()).powi(3);
-    assert!(chi2 < threshold, "χ² = {chi2} ≥ {threshold}: {kept:?}");
 }
 
 #[test]

@@ -396,6 +396,10 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
         "TEXT"
     };
     match (name.as_str(), flavour) {
+        // A cap's random draw per row (`keep = "random"`): SQLite's and
+        // PostgreSQL's `random()`, Spark's `rand()`; each is seeded apart
+        // from the rows, which is all the cap's argument needs.
+        ("random", Flavour::Spark) if args.is_empty() => Some("rand()".into()),
         // Quantile cells come back as `cell:count` text, as from SQLite:
         // one pair per row, the cell being a group key (`sql::cells_by_group`).
         // `||` keeps a NULL cell NULL.

@@ -196,6 +196,11 @@ impl Translation {
                 Ok(Transformed::yes(*cast.expr.clone()))
             }
             Expr::AggregateFunction(aggregate) => self.aggregate(aggregate),
+            // The cap's random draw per row (`keep = "random"`), the
+            // database's own generator's (see `spelling`).
+            Expr::ScalarFunction(ref f) if f.name() == "random" && f.args.is_empty() => {
+                Ok(Transformed::no(expr))
+            }
             other => match self.flavour {
                 Flavour::Sqlite => self.sqlite(other, schema),
                 Flavour::Postgres | Flavour::Spark => {

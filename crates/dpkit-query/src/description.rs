@@ -647,6 +647,16 @@ fn check_source_table(name: &str) -> Result<()> {
 }
 
 impl Source {
+    /// The database table this source reads (`None` for a file).
+    pub(crate) fn database_table(&self) -> Option<&str> {
+        match self {
+            Source::File => None,
+            Source::Sqlite { table }
+            | Source::Postgres { table, .. }
+            | Source::Spark { table, .. } => Some(table),
+        }
+    }
+
     /// The same database with `table` in place of this source's table (a
     /// file stays a file).
     fn with_table(&self, table: String) -> Source {
@@ -731,16 +741,12 @@ fn private_tables(
         let columns = columns_facts(raw.columns)?;
         let what = format!("private table '{name}': its person column '{}'", raw.person);
         check_person(columns.get(&raw.person), &what)?;
-        let read_elsewhere = |other: &PrivateTable| match &source {
-            Source::File => same_file(&file, &other.file),
-            database => database_table(database) == database_table(&other.source),
+        let reads_same = |(other_file, other): (&Path, &Source)| match &source {
+            Source::File => same_file(&file, other_file),
+            database => database.database_table() == other.database_table(),
         };
-        if tables.values().any(read_elsewhere)
-            || match &source {
-                Source::File => same_file(&file, table_file),
-                database => database_table(database) == database_table(table_source),
-            }
-        {
+        let others = tables.values().map(|t| (t.file.as_path(), &t.source));
+        if others.chain([(table_file, table_source)]).any(reads_same) {
             return Err(invalid(format!(
                 "private table '{name}' reads another table's rows"
             )));
@@ -788,16 +794,6 @@ fn private_source(
             "private table '{name}' is a table of the same database as the table: name it with \
              source_table (by default its name), not file or format"
         ))),
-    }
-}
-
-/// The database table a source reads (`None` for a file).
-fn database_table(source: &Source) -> Option<&str> {
-    match source {
-        Source::File => None,
-        Source::Sqlite { table } | Source::Postgres { table, .. } | Source::Spark { table, .. } => {
-            Some(table)
-        }
     }
 }
 

@@ -56,20 +56,16 @@ pub(crate) fn public_source(
             format!("{read} AS {}", flavour.quote(column))
         })
         .collect();
-    if written.is_empty() {
-        // No VALUES list is empty: a row of NULLs that no row passes.
-        let nulls = vec!["NULL"; names.len()].join(", ");
-        written.push(format!("({nulls})"));
-        return Ok(format!(
-            "SELECT {} FROM {} WHERE 1 = 0",
-            list.join(", "),
-            values(&written, names.len(), flavour)
-        ));
+    // No VALUES list is empty: a row of NULLs that no row passes.
+    let none = written.is_empty();
+    if none {
+        written.push(format!("({})", vec!["NULL"; names.len()].join(", ")));
     }
     Ok(format!(
-        "SELECT {} FROM {}",
+        "SELECT {} FROM {}{}",
         list.join(", "),
-        values(&written, names.len(), flavour)
+        values(&written, names.len(), flavour),
+        if none { " WHERE 1 = 0" } else { "" }
     ))
 }
 

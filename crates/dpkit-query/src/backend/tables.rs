@@ -10,7 +10,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::logical_expr::LogicalPlan;
 
 use super::{Backend, DatabaseType, RemotePlan};
-use crate::description::{Description, Source};
+use crate::description::Description;
 use crate::error::{QueryError, Result};
 
 /// One private table in the database.
@@ -45,12 +45,8 @@ impl Table {
         let schema = Arc::new(Schema::new(fields));
         let provider = datafusion::datasource::MemTable::try_new(schema, vec![vec![]])
             .map_err(|e| QueryError::Unreadable(format!("cannot plan over the table: {e}")))?;
-        let read = match &alone.source {
-            Source::File => "",
-            Source::Sqlite { table }
-            | Source::Postgres { table, .. }
-            | Source::Spark { table, .. } => table.rsplit('.').next().unwrap_or_default(),
-        };
+        let table = alone.source.database_table().unwrap_or_default();
+        let read = table.rsplit('.').next().unwrap_or_default();
         let table = Self {
             name: name.to_string(),
             source: backend.source(&columns, &found),

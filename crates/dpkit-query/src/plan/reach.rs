@@ -34,10 +34,10 @@ impl Scope<'_, '_> {
     /// table allows would let their rows alone take visibly long (a
     /// red-team helper joined a table of 5 rows per person to itself six
     /// times and to a public table of 64 rows, about a million rows per
-    /// person: 119 ms with that person's rows against 64 ms without). At
-    /// 10,000 rows such a difference is about 100 times smaller, within
-    /// the spread of runs; a table whose curator allows more rows per
-    /// person allows their time too.
+    /// person: 119 ms with that person's rows against 64 ms without, by
+    /// its own script). 10,000 rows are a hundredth of that (not timed);
+    /// a table whose curator allows more rows per person allows their
+    /// time too.
     pub(super) fn most_joined_rows(&self) -> u64 {
         let caps = self.tables.iter().map(|t| t.facts.rows_per_person);
         caps.fold(JOINED_ROWS_FLOOR, u64::max)

@@ -25,10 +25,11 @@ use datafusion::functions_window::expr_fn::row_number;
 use datafusion::logical_expr::{Expr, cast, lit, try_cast, when};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use crate::description::{ColumnKind, Description, PrivacyUnit, Source};
 use crate::draft::MISSING_MARKERS;
 use crate::error::{QueryError, Result};
-use crate::private_table::{column, declared_type, raw_table_name, register_file, typed_column};
+use crate::private_table::{column, register_file, typed_column};
+use dpkit_databases::{declared_type, raw_table_name};
+use dpkit_description::{ColumnKind, Description, PrivacyUnit, Source};
 
 /// What a description's fact does to a value it does not expect.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -283,7 +284,7 @@ fn presence(value: Expr, textual: bool, kind: ColumnKind) -> Expr {
 }
 
 /// The tests of a column's bounds, domain and length on its typed value.
-fn fact_checks(typed: Expr, facts: &crate::description::ColumnFacts) -> Vec<(Finding, Expr)> {
+fn fact_checks(typed: Expr, facts: &dpkit_description::ColumnFacts) -> Vec<(Finding, Expr)> {
     let mut checks = Vec::new();
     if let Some((low, high)) = facts.bounds {
         checks.push((Finding::Below(low), typed.clone().lt(lit(low))));

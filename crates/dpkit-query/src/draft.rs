@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use crate::description::ColumnKind;
 use crate::error::{QueryError, Result};
+use dpkit_description::ColumnKind;
 
 /// A draft description for a CSV file, from its header row and the types of
 /// the values in its first rows. Bounds and domains are left as comments for
@@ -158,7 +158,7 @@ fn drafted_kind(column: &datafusion::arrow::array::ArrayRef) -> Drafted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::description::Description;
+    use dpkit_description::Description;
 
     /// A quoted field keeps its comma, and an empty field or `NA` is a
     /// missing value: `mass` (with an `NA` and a `3750.0`) is real, `year`

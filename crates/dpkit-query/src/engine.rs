@@ -16,10 +16,10 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use dpkit_core::lattice::GridValue;
 use rand_core::CryptoRng;
 
-use crate::backend::{Backend, DatabaseTables};
-use crate::description::{Description, Source};
 use crate::error::{QueryError, Result};
 use crate::plan::{PrivateQuery, plan_private};
+use dpkit_databases::{Backend, DatabaseTables};
+use dpkit_description::{Description, Source};
 use dpkit_ledger::{Charge, Ledger, Once};
 use dpkit_release::{
     ExactGroups, Histogram, Measurement, NoisePlan, QuantileRole, ReleaseSettings, ReleasedTable,
@@ -98,7 +98,7 @@ fn execution_error(error: DataFusionError) -> QueryError {
 
 /// An error converting the result: it cannot depend on which values there are.
 /// A result the plan did not ask for: its cost is kept (see
-/// `backend::rows::shape_error`).
+/// `dpkit-databases`' `rows::shape_error`).
 fn result_error(_error: impl std::fmt::Display) -> QueryError {
     QueryError::FailedWhileRunning("the engine's result has an unexpected shape".into())
 }
@@ -132,7 +132,8 @@ impl QueryEngine {
     fn open_database(description: Description) -> Result<Self> {
         let (mut tables, empty) = DatabaseTables::open(&description)?;
         let mut engine = Self::with_tables(description, empty)?;
-        tables.send_public(&engine.public)?;
+        let public = engine.public.iter();
+        tables.send_public(public.map(|(name, facts)| (name, facts.batches.as_slice())))?;
         engine.database = Some(tables);
         Ok(engine)
     }
@@ -260,7 +261,7 @@ impl QueryEngine {
     /// Plans `sql` privately: checks it and rewrites its plan. Spends nothing.
     pub fn plan(&self, sql: &str) -> Result<PrivateQuery> {
         dpkit_total::check_size(sql)?;
-        crate::backend::no_own_names(sql)?;
+        dpkit_databases::no_own_names(sql)?;
         // DataFusion's planner recurses once per expression level; a
         // thread with a generous stack keeps every query within the size
         // limit far from the end of it.
@@ -736,7 +737,7 @@ impl MeasuredColumn<'_> {
                     return Ok((GridValue::default(), Vec::new()));
                 }
                 let list = lists.value(row);
-                // A database counts each cell itself (see backend::rows).
+                // A database counts each cell itself (see dpkit-databases' `rows`).
                 if let Some(pairs) = list.as_any().downcast_ref::<StructArray>() {
                     return counted_cells(pairs);
                 }

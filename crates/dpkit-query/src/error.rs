@@ -75,5 +75,26 @@ impl From<dpkit_total::TotalError> for QueryError {
     }
 }
 
+impl From<dpkit_description::DescriptionError> for QueryError {
+    fn from(error: dpkit_description::DescriptionError) -> Self {
+        QueryError::Description(error.0)
+    }
+}
+
+impl From<dpkit_databases::DatabaseError> for QueryError {
+    /// Kind for kind: whether a database failure is refunded (only
+    /// `Unreadable`, which no one's data decides) is kept across the crates.
+    fn from(error: dpkit_databases::DatabaseError) -> Self {
+        use dpkit_databases::DatabaseError as D;
+        match error {
+            D::Description(why) => QueryError::Description(why),
+            D::Sql(why) => QueryError::Sql(why),
+            D::NotPrivate(why) => QueryError::NotPrivate(why),
+            D::Unreadable(why) => QueryError::Unreadable(why),
+            D::FailedWhileRunning(why) => QueryError::FailedWhileRunning(why),
+        }
+    }
+}
+
 /// `Result` with [`QueryError`].
 pub type Result<T> = std::result::Result<T, QueryError>;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::description::{ColumnFacts, Description, is_identifier};
+use dpkit_description::{ColumnFacts, Description, is_identifier};
 
 /// `message` (a shortened planning error) with a hint added when it names
 /// an unknown column or table and the description suggests what was meant:

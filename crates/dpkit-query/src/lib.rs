@@ -26,9 +26,7 @@
 //! println!("{}", answer.to_text());
 //! ```
 
-mod backend;
 pub mod check;
-pub mod description;
 pub mod draft;
 pub mod engine;
 pub mod error;
@@ -37,7 +35,10 @@ pub mod plan;
 mod private_table;
 mod public_table;
 
-pub use description::Description;
+/// The data description (the crate `dpkit-description`), as this crate's
+/// `description` module.
+pub use dpkit_description as description;
+pub use dpkit_description::Description;
 pub use dpkit_ledger::Ledger;
 pub use dpkit_release::{MechanismChoice, ReleaseSettings, ReleasedTable};
 pub use engine::{OnceAnswer, QueryEngine, RunLimits};

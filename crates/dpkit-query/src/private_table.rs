@@ -30,15 +30,11 @@ use datafusion::common::Column;
 use datafusion::logical_expr::{Expr, ExprFunctionExt, LogicalPlan, SortExpr, lit, try_cast};
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
-use crate::description::{
+use crate::error::{QueryError, Result};
+use dpkit_databases::{declared_type, raw_table_name};
+use dpkit_description::{
     ColumnFacts, ColumnKind, DEFAULT_MAX_LENGTH, Description, FileFormat, KeptRows, PrivacyUnit,
 };
-use crate::error::{QueryError, Result};
-
-/// The raw file's table name (queries naming it are refused).
-pub(crate) fn raw_table_name(table: &str) -> String {
-    format!("__dpkit_raw_{table}")
-}
 
 /// The longest header row read.
 const MAX_HEADER_BYTES: u64 = 1 << 20;
@@ -46,15 +42,6 @@ const ROW_NUMBER: &str = "__dpkit_row_of_person";
 
 fn data_error(reason: impl Into<String>) -> QueryError {
     QueryError::Unreadable(reason.into())
-}
-
-/// The Arrow type of a declared column kind.
-pub(crate) fn declared_type(kind: ColumnKind) -> DataType {
-    match kind {
-        ColumnKind::Integer => DataType::Int64,
-        ColumnKind::Real => DataType::Float64,
-        ColumnKind::Text => DataType::Utf8,
-    }
 }
 
 /// The column names of a CSV header row (RFC 4180 quoting).

@@ -20,9 +20,9 @@ use datafusion::functions_aggregate::expr_fn::{count, max};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, lit};
 use datafusion::prelude::{SessionContext, col};
 
-use crate::description::{ColumnFacts, ColumnKind, Description, PublicTable};
 use crate::error::{QueryError, Result};
 use crate::private_table::{column_size, register_raw, typed_as};
+use dpkit_description::{ColumnFacts, ColumnKind, Description, PublicTable};
 use dpkit_total::Sizes;
 
 /// The most distinct values a public text column's domain is read for:

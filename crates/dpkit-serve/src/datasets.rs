@@ -148,7 +148,7 @@ fn open(entry: &DatasetConfig, config: &Config) -> Result<Dataset> {
         dataset: entry.description.display().to_string(),
         source,
     };
-    let description = Description::load(&entry.description).map_err(failed)?;
+    let description = Description::load(&entry.description).map_err(|e| failed(e.into()))?;
     let fingerprint = fingerprint(&entry.description, &description.data_files())?;
     let public = PublicDescription::of(&description);
     let size: u64 = (description.data_files().iter())

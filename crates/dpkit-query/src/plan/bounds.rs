@@ -9,7 +9,7 @@ use datafusion::logical_expr::Expr;
 
 use super::lineage::{Lineage, Origin};
 use super::unalias;
-use crate::description::ColumnKind;
+use dpkit_description::ColumnKind;
 
 /// Bounds `[low, high]` and whether every value is a whole number.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -23,8 +23,8 @@ use dpkit_core::sensitivity::Contribution;
 
 use super::lineage::Lineage;
 use super::{not_private, sql_error};
-use crate::description::Description;
 use crate::error::Result;
+use dpkit_description::Description;
 
 const ROW_IN_GROUP: &str = "__dpkit_row_in_group";
 const GROUP_OF_PERSON: &str = "__dpkit_group_of_person";

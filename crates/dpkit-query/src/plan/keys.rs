@@ -14,8 +14,8 @@ use datafusion::logical_expr::{
 
 use super::lineage::Lineage;
 use super::{DomainOf, KeySelection, not_private, sql_error, text_of, unalias};
-use crate::description::ColumnKind;
 use crate::error::Result;
+use dpkit_description::ColumnKind;
 use dpkit_total::{Sizes, Totaliser, Ty};
 
 /// Enough domain cells: a GROUP BY over more combinations is refused.

@@ -14,8 +14,8 @@ use datafusion::logical_expr::{Expr, LogicalPlan};
 
 use super::tables::PrivateView;
 use super::unalias;
-use crate::description::{ColumnFacts, Description};
 use crate::public_table::PublicTables;
+use dpkit_description::{ColumnFacts, Description};
 
 /// A column's origin.
 pub(super) enum Origin<'a> {

@@ -40,9 +40,9 @@ use dpkit_release::{
     NoisePlan, OutputColumn, QuantileRole, ReleaseSettings,
 };
 
-use crate::description::Description;
 use crate::error::{QueryError, Result};
 use crate::public_table::PublicTables;
+use dpkit_description::Description;
 pub(crate) use reach::MatchesOf;
 
 /// A query dpkit can answer privately: what it measures, and how the
@@ -56,7 +56,7 @@ pub struct PrivateQuery {
     /// ([`PrivateQuery::explanation`] shows it).
     pub(crate) plan: LogicalPlan,
     /// The plan as the SQL a database runs, when the table lives in one.
-    pub(crate) remote: Option<crate::backend::RemotePlan>,
+    pub(crate) remote: Option<dpkit_databases::RemotePlan>,
 }
 
 impl PrivateQuery {
@@ -386,7 +386,7 @@ fn planted_cap_after_from(input: LogicalPlan, description: &Description) -> Resu
     use datafusion::common::Column;
     use datafusion::logical_expr::{ExprFunctionExt, lit};
     let planted = dpkit_planted::is_planted(dpkit_planted::Hole::CapAfterFrom);
-    let crate::description::PrivacyUnit::Id { column, max_rows } = &description.privacy_unit else {
+    let dpkit_description::PrivacyUnit::Id { column, max_rows } = &description.privacy_unit else {
         return Ok(input);
     };
     if !planted {

@@ -5,8 +5,8 @@
 use datafusion::logical_expr::LogicalPlan;
 use dpkit_total::Sizes;
 
-use crate::description::{Description, TableFacts};
 use crate::private_table::column_size;
+use dpkit_description::{Description, TableFacts};
 
 /// One private table as the planner meets it.
 pub(super) struct PrivateView<'a> {

@@ -27,7 +27,7 @@ use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
 use dpkit_functions::exact_sum::RowSum;
 
 /// A function a SQLite statement calls.
@@ -46,8 +46,8 @@ pub(crate) enum Sqlite {
     Cells { name: String },
 }
 
-fn bridge_error(error: impl std::fmt::Display) -> QueryError {
-    QueryError::Sql(format!("cannot prepare the plan for SQLite: {error}"))
+fn bridge_error(error: impl std::fmt::Display) -> DatabaseError {
+    DatabaseError::Sql(format!("cannot prepare the plan for SQLite: {error}"))
 }
 
 impl Sqlite {

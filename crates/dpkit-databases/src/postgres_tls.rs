@@ -26,7 +26,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, Error as TlsError, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
 
 /// How the connection is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,8 +45,8 @@ pub(crate) struct Tls {
     pub(crate) root: Option<PathBuf>,
 }
 
-fn refused(reason: &str) -> QueryError {
-    QueryError::Description(format!("the postgres connection string: {reason}"))
+fn refused(reason: &str) -> DatabaseError {
+    DatabaseError::Description(format!("the postgres connection string: {reason}"))
 }
 
 fn mode_of(value: &str) -> Result<Mode> {

@@ -18,8 +18,8 @@ use super::rows::{Cell, Rows, shape_error};
 use super::spark_proto as proto;
 use super::sql::RemotePlan;
 use super::{Backend, DatabaseType};
-use crate::description::ColumnKind;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
+use dpkit_description::ColumnKind;
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,8 +47,8 @@ pub(crate) struct SparkTable {
 
 /// A failure that does not depend on the rows: the server cannot be
 /// reached, or went away. Refunded.
-fn unreachable_error(reason: &str) -> QueryError {
-    QueryError::Unreadable(format!("Spark {reason} (an I/O failure)"))
+fn unreachable_error(reason: &str) -> DatabaseError {
+    DatabaseError::Unreadable(format!("Spark {reason} (an I/O failure)"))
 }
 
 /// A random UUID (version 4) from the operating system's generator.
@@ -56,7 +56,7 @@ fn session_id() -> Result<String> {
     use rand_core::Rng;
     let mut bytes = [0u8; 16];
     dpkit_core::rng::SecureRng::from_os()
-        .map_err(|e| QueryError::Unreadable(format!("cannot start a Spark session: {e}")))?
+        .map_err(|e| DatabaseError::Unreadable(format!("cannot start a Spark session: {e}")))?
         .fill_bytes(&mut bytes);
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
@@ -74,7 +74,9 @@ fn session_id() -> Result<String> {
 /// `sc://host:port` as the HTTP/2 address gRPC uses.
 fn endpoint(address: &str) -> Result<Endpoint> {
     let invalid = || {
-        QueryError::Description("the spark address must be sc://host:port (Spark Connect)".into())
+        DatabaseError::Description(
+            "the spark address must be sc://host:port (Spark Connect)".into(),
+        )
     };
     let rest = address.strip_prefix("sc://").ok_or_else(invalid)?;
     let host_port = rest.split(['/', ';']).next().unwrap_or_default();
@@ -95,7 +97,9 @@ impl SparkTable {
             .worker_threads(1)
             .enable_all()
             .build()
-            .map_err(|e| QueryError::Unreadable(format!("cannot start the Spark client: {e}")))?;
+            .map_err(|e| {
+                DatabaseError::Unreadable(format!("cannot start the Spark client: {e}"))
+            })?;
         let channel = runtime
             .block_on(endpoint.connect())
             .map_err(|_| unreachable_error("cannot be reached"))?;
@@ -273,7 +277,7 @@ fn database_type(name: &str) -> DatabaseType {
 /// whose driver or executors could have failed on one person's row, and a
 /// refund would give that bit away for free. A server that cannot be
 /// reached is refused, free, at planning (`check`).
-fn run_error(status: &tonic::Status) -> QueryError {
+fn run_error(status: &tonic::Status) -> DatabaseError {
     let transport = std::error::Error::source(status).is_some();
     let gone = matches!(
         status.code(),
@@ -286,7 +290,7 @@ fn run_error(status: &tonic::Status) -> QueryError {
         tonic::Code::DeadlineExceeded => "it ran longer than the time limit",
         _ => "details withheld: they could quote private values",
     };
-    QueryError::FailedWhileRunning(reason.into())
+    DatabaseError::FailedWhileRunning(reason.into())
 }
 
 impl Backend for SparkTable {
@@ -307,7 +311,7 @@ impl Backend for SparkTable {
             .execute(&sql, None)
             .map_err(|status| match status.code() {
                 tonic::Code::Unavailable => unreachable_error("cannot be reached"),
-                _ => QueryError::Description(format!(
+                _ => DatabaseError::Description(format!(
                     "Spark has no table '{}' (or cannot describe it)",
                     self.table
                 )),

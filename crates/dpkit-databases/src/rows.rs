@@ -10,7 +10,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
 
 /// One value as a database returned it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,8 +31,8 @@ pub(crate) enum Cell<'a> {
 /// value: which values came back must not show in an error. It may depend
 /// on the rows (a type that comes back only when a group does), so its
 /// cost is kept: only a database that cannot be reached is refunded.
-pub(crate) fn shape_error() -> QueryError {
-    QueryError::FailedWhileRunning("the database's result has an unexpected shape".into())
+pub(crate) fn shape_error() -> DatabaseError {
+    DatabaseError::FailedWhileRunning("the database's result has an unexpected shape".into())
 }
 
 /// Builds a batch of `schema` row by row.

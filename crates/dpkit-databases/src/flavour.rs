@@ -1,7 +1,7 @@
 //! Which SQL a database speaks, and how dpkit writes names and types in it.
 
-use crate::description::ColumnKind;
-use crate::error::QueryError;
+use crate::error::DatabaseError;
+use dpkit_description::ColumnKind;
 
 /// Which SQL a database speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,8 +71,8 @@ impl Flavour {
 }
 
 /// A refusal: the query runs on the embedded engine but not on this database.
-pub(crate) fn unavailable(flavour: Flavour, what: &str) -> QueryError {
-    QueryError::NotPrivate(format!(
+pub(crate) fn unavailable(flavour: Flavour, what: &str) -> DatabaseError {
+    DatabaseError::NotPrivate(format!(
         "{what} is not available on {} yet (the embedded engine and SQLite run it)",
         flavour.name()
     ))

@@ -32,7 +32,7 @@ use super::bridge::Sqlite;
 use super::exprs::{call, clamp_reach};
 use super::flavour::{Flavour, unavailable};
 use super::placeholder::PlaceholderAggregate;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
 
 /// The SQL a database runs for a private plan.
 #[derive(Debug, Clone)]
@@ -45,8 +45,8 @@ pub struct RemotePlan {
     pub(crate) functions: Vec<Sqlite>,
 }
 
-fn unparse_error(error: impl std::fmt::Display) -> QueryError {
-    QueryError::Sql(format!("cannot write the plan as SQL: {error}"))
+fn unparse_error(error: impl std::fmt::Display) -> DatabaseError {
+    DatabaseError::Sql(format!("cannot write the plan as SQL: {error}"))
 }
 
 /// `plan` as SQL for `flavour`; `raw_tables` are the names the plan reads,
@@ -71,7 +71,7 @@ pub(crate) fn remote_plan(
         .transform_up(|node| translation.node(node))
         .map_err(|e| match e {
             datafusion::error::DataFusionError::External(inner) => {
-                match inner.downcast::<QueryError>() {
+                match inner.downcast::<DatabaseError>() {
                     Ok(refusal) => *refusal,
                     Err(other) => unparse_error(other),
                 }
@@ -166,7 +166,7 @@ struct Translation {
 
 type Step<T> = datafusion::error::Result<Transformed<T>>;
 
-fn refusal(error: QueryError) -> datafusion::error::DataFusionError {
+fn refusal(error: DatabaseError) -> datafusion::error::DataFusionError {
     datafusion::error::DataFusionError::External(Box::new(error))
 }
 

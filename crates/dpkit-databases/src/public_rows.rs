@@ -9,7 +9,7 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 
 use super::flavour::Flavour;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
 
 /// The most rows of one public table sent with each statement.
 pub(crate) const MOST_SENT_ROWS: usize = 10_000;
@@ -23,14 +23,14 @@ pub(crate) fn public_source(
 ) -> Result<String> {
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if rows > MOST_SENT_ROWS {
-        return Err(QueryError::Description(format!(
+        return Err(DatabaseError::Description(format!(
             "public table '{name}' has more than {MOST_SENT_ROWS} rows, too many to send to {} \
              with each query: join it in the database, in a view the description names",
             flavour.name()
         )));
     }
     let Some(schema) = batches.first().map(RecordBatch::schema) else {
-        return Err(QueryError::Unreadable(format!(
+        return Err(DatabaseError::Unreadable(format!(
             "public table '{name}' has no columns"
         )));
     };
@@ -119,7 +119,7 @@ fn cell(column: &dyn Array, row: usize, flavour: Flavour, name: &str) -> Result<
         DataType::Float64 => {
             let value = column.as_primitive::<Float64Type>().value(row);
             if !value.is_finite() {
-                return Err(QueryError::Description(format!(
+                return Err(DatabaseError::Description(format!(
                     "public table '{name}' holds a NaN or an infinity, which cannot be sent to {}",
                     flavour.name()
                 )));
@@ -131,7 +131,7 @@ fn cell(column: &dyn Array, row: usize, flavour: Flavour, name: &str) -> Result<
             Ok(format!("CAST('{value:e}' AS {real})"))
         }
         DataType::Utf8 => text(column.as_string::<i32>().value(row), flavour, name),
-        other => Err(QueryError::Description(format!(
+        other => Err(DatabaseError::Description(format!(
             "public table '{name}' has a column of type {other}, which dpkit does not send to {}",
             flavour.name()
         ))),
@@ -146,7 +146,7 @@ fn cell(column: &dyn Array, row: usize, flavour: Flavour, name: &str) -> Result<
 /// SQLite's functions stop at it.
 fn text(text: &str, flavour: Flavour, name: &str) -> Result<String> {
     if text.contains('\0') {
-        return Err(QueryError::Description(format!(
+        return Err(DatabaseError::Description(format!(
             "public table '{name}' holds a text with a NUL character, which cannot be sent to {}",
             flavour.name()
         )));

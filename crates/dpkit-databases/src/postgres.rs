@@ -14,8 +14,8 @@ use super::flavour::Flavour;
 use super::rows::{Cell, Rows, shape_error};
 use super::sql::RemotePlan;
 use super::{Backend, DatabaseType};
-use crate::description::ColumnKind;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
+use dpkit_description::ColumnKind;
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,8 +34,8 @@ pub(crate) struct PostgresTable {
 /// A failure that does not depend on the rows: the server cannot be
 /// reached, or went away before a statement was sent. Refunded. The
 /// connection string is never shown.
-fn unreachable_error(reason: &str) -> QueryError {
-    QueryError::Unreadable(format!("PostgreSQL {reason} (an I/O failure)"))
+fn unreachable_error(reason: &str) -> DatabaseError {
+    DatabaseError::Unreadable(format!("PostgreSQL {reason} (an I/O failure)"))
 }
 
 impl PostgresTable {
@@ -44,7 +44,7 @@ impl PostgresTable {
         let (connection, tls) = super::postgres_tls::split(connection)?;
         let tls = super::postgres_tls::connector(&tls)?;
         let mut config = Config::from_str(&connection).map_err(|_| {
-            QueryError::Description(
+            DatabaseError::Description(
                 "the postgres connection string does not parse (use key=value pairs or a postgresql:// URL)"
                     .into(),
             )
@@ -57,7 +57,7 @@ impl PostgresTable {
             .enable_all()
             .build()
             .map_err(|e| {
-                QueryError::Unreadable(format!("cannot start the PostgreSQL client: {e}"))
+                DatabaseError::Unreadable(format!("cannot start the PostgreSQL client: {e}"))
             })?;
         let this = Self {
             runtime,
@@ -77,7 +77,7 @@ impl PostgresTable {
         // and whether it does is a bit about the rows. Every other encoding
         // is checked on writing and converted to UTF-8 for dpkit.
         if encoding.eq_ignore_ascii_case("SQL_ASCII") {
-            return Err(QueryError::Description(
+            return Err(DatabaseError::Description(
                 "the PostgreSQL database's encoding is SQL_ASCII, which keeps text unchecked: \
                  dpkit reads databases whose text is checked (UTF8, LATIN1, …)"
                     .into(),
@@ -168,7 +168,7 @@ impl Backend for PostgresTable {
             .first()
             .and_then(|row| row.try_get::<_, Option<String>>(0).ok());
         oid.flatten().ok_or_else(|| {
-            QueryError::Description(format!(
+            DatabaseError::Description(format!(
                 "the PostgreSQL database has no table '{}'",
                 self.table
             ))
@@ -191,7 +191,7 @@ impl Backend for PostgresTable {
             })
             .map_err(|e| unreachable_error(&format!("cannot be read: {}", reason(&e))))??;
         if rows.is_empty() {
-            return Err(QueryError::Description(format!(
+            return Err(DatabaseError::Description(format!(
                 "the PostgreSQL database has no table '{}'",
                 self.table
             )));
@@ -260,7 +260,7 @@ impl Backend for PostgresTable {
                 "went away before the query was sent: {}",
                 reason(&error)
             ))),
-            Err(_) => Err(QueryError::FailedWhileRunning(
+            Err(_) => Err(DatabaseError::FailedWhileRunning(
                 "details withheld: they could quote private values".into(),
             )),
         }
@@ -340,14 +340,16 @@ fn went_away(error: &tokio_postgres::Error) -> bool {
 /// one person's row, and a refund would give that bit away for free. Only
 /// a server that cannot be reached before the statement is sent is
 /// refunded (see [`PostgresTable::run`]).
-fn run_error(error: &tokio_postgres::Error, limited: bool) -> QueryError {
+fn run_error(error: &tokio_postgres::Error, limited: bool) -> DatabaseError {
     if went_away(error) {
-        QueryError::FailedWhileRunning(
+        DatabaseError::FailedWhileRunning(
             "PostgreSQL went away while running it, which one row could have caused".into(),
         )
     } else if limited && error.code() == Some(&SqlState::QUERY_CANCELED) {
-        QueryError::FailedWhileRunning("it ran longer than the time limit".into())
+        DatabaseError::FailedWhileRunning("it ran longer than the time limit".into())
     } else {
-        QueryError::FailedWhileRunning("details withheld: they could quote private values".into())
+        DatabaseError::FailedWhileRunning(
+            "details withheld: they could quote private values".into(),
+        )
     }
 }

@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::logical_expr::LogicalPlan;
 
 use super::{Backend, DatabaseType, RemotePlan};
-use crate::description::Description;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
+use dpkit_description::Description;
 
 /// One private table in the database.
 struct Table {
@@ -32,7 +33,7 @@ impl Table {
     /// declared columns that the planner plans over.
     fn open(name: &str, alone: &Description) -> Result<(Self, Arc<dyn TableProvider>)> {
         let Some(backend) = super::connect(alone)? else {
-            return Err(QueryError::Description(
+            return Err(DatabaseError::Description(
                 "the table is not in a database".into(),
             ));
         };
@@ -40,11 +41,11 @@ impl Table {
         let columns = super::declared_columns(alone, &found, backend.flavour().name())?;
         let fields: Vec<Field> = columns
             .iter()
-            .map(|(name, kind)| Field::new(name, crate::private_table::declared_type(*kind), true))
+            .map(|(name, kind)| Field::new(name, crate::declared_type(*kind), true))
             .collect();
         let schema = Arc::new(Schema::new(fields));
         let provider = datafusion::datasource::MemTable::try_new(schema, vec![vec![]])
-            .map_err(|e| QueryError::Unreadable(format!("cannot plan over the table: {e}")))?;
+            .map_err(|e| DatabaseError::Unreadable(format!("cannot plan over the table: {e}")))?;
         let table = alone.source.database_table().unwrap_or_default();
         let read = table.rsplit('.').next().unwrap_or_default();
         let table = Self {
@@ -61,7 +62,7 @@ impl Table {
 /// Every private table of a description in a database; the first is the
 /// description's table, whose connection runs the plans. Public tables
 /// are sent with each statement (see [`super::public_rows`]).
-pub(crate) struct DatabaseTables {
+pub struct DatabaseTables {
     tables: Vec<Table>,
     /// Each public table's name, its columns' names and the `SELECT` of
     /// its rows.
@@ -70,12 +71,12 @@ pub(crate) struct DatabaseTables {
 
 /// An empty table of each private table's declared columns, by name: what
 /// the planner plans over.
-pub(crate) type EmptyTables = Vec<(String, Arc<dyn TableProvider>)>;
+pub type EmptyTables = Vec<(String, Arc<dyn TableProvider>)>;
 
 impl DatabaseTables {
     /// Connects to each private table of `description` (which lives in a
     /// database) and checks its columns against the description.
-    pub(crate) fn open(description: &Description) -> Result<(Self, EmptyTables)> {
+    pub fn open(description: &Description) -> Result<(Self, EmptyTables)> {
         let mut tables: Vec<Table> = Vec::new();
         let mut empty: EmptyTables = Vec::new();
         let mut identities: Vec<String> = Vec::new();
@@ -88,7 +89,7 @@ impl DatabaseTables {
             // under another person column, someone else's in the other.
             let identity = table.backend.identity()?;
             if let Some(at) = identities.iter().position(|i| *i == identity) {
-                return Err(QueryError::Description(format!(
+                return Err(DatabaseError::Description(format!(
                     "private tables '{}' and '{name}' read the same {} table",
                     tables[at].name,
                     table.backend.flavour().name()
@@ -105,24 +106,27 @@ impl DatabaseTables {
     /// Writes each public table's rows, as the engine read them, for the
     /// statements to define it by; refused, in one line, for a table too
     /// large to send or with a value that cannot be written.
-    pub(crate) fn send_public(&mut self, public: &crate::public_table::PublicTables) -> Result<()> {
+    pub fn send_public<'a>(
+        &mut self,
+        public: impl IntoIterator<Item = (&'a String, &'a [RecordBatch])>,
+    ) -> Result<()> {
         let flavour = self.runner().flavour();
-        for (name, facts) in public {
+        for (name, batches) in public {
             // The statement defines the public table by its name, which
             // would hide a database table of that name from a private
             // table's read of it (SQLite finds names whatever their case,
             // and a later WITH clause's too).
             if self.tables.iter().any(|t| t.read == name.to_lowercase()) {
-                return Err(QueryError::Description(format!(
+                return Err(DatabaseError::Description(format!(
                     "public table '{name}' has the name of a database table a private table \
                      reads: rename the public table"
                 )));
             }
-            let source = super::public_rows::public_source(name, &facts.batches, flavour)?;
+            let source = super::public_rows::public_source(name, batches, flavour)?;
             // Names with a quote and the like are refused now, not by
             // every query.
             super::spelling::unambiguous(&source, flavour)?;
-            let columns = facts.batches[0].schema();
+            let columns = batches[0].schema();
             let columns = columns.fields().iter().map(|f| f.name().clone()).collect();
             self.public.push((name.clone(), columns, source));
         }
@@ -130,30 +134,26 @@ impl DatabaseTables {
     }
 
     /// The connection that runs the plans.
-    pub(crate) fn runner(&self) -> &dyn Backend {
+    pub fn runner(&self) -> &dyn Backend {
         &*self.tables[0].backend
     }
 
     /// `plan` as one statement over every table, checked by each table's
     /// connection (each also checks that its table is as it was when
     /// opened): a plan a database cannot run is refused for free.
-    pub(crate) fn remote_plan(
-        &self,
-        plan: &LogicalPlan,
-        rows_bound: Option<f64>,
-    ) -> Result<RemotePlan> {
+    pub fn remote_plan(&self, plan: &LogicalPlan, rows_bound: Option<f64>) -> Result<RemotePlan> {
         for table in &self.tables {
             // A table whose columns changed since it was opened could fail
             // on a row of the new type: refused now, for free.
             if table.backend.columns()? != table.columns {
-                return Err(QueryError::Description(format!(
+                return Err(DatabaseError::Description(format!(
                     "the {} table's columns changed since dpkit opened it: open it again",
                     table.backend.flavour().name()
                 )));
             }
         }
         let private = self.tables.iter().map(|t| {
-            let raw = crate::private_table::raw_table_name(&t.name);
+            let raw = crate::raw_table_name(&t.name);
             (raw, t.source.as_str())
         });
         let public = self

@@ -23,7 +23,7 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::flavour::Flavour;
 use super::spelling::dialect;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
 
 /// The prefix of dpkit's own names, kept as they are.
 const OWN: &str = "__dpkit_";
@@ -31,17 +31,17 @@ const OWN: &str = "__dpkit_";
 /// Refuses, free, a query that writes a name of dpkit's own (`__dpkit_…`,
 /// in any case): names with that prefix are sent as they are, so the
 /// analyst may not write one.
-pub(crate) fn no_own_names(sql: &str) -> Result<()> {
+pub fn no_own_names(sql: &str) -> Result<()> {
     use datafusion::sql::sqlparser::dialect::GenericDialect;
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
         .tokenize()
-        .map_err(|e| QueryError::Sql(e.to_string()))?;
+        .map_err(|e| DatabaseError::Sql(e.to_string()))?;
     let own = |token: &Token| match token {
         Token::Word(word) => word.value.to_lowercase().starts_with(OWN),
         _ => false,
     };
     match tokens.iter().any(own) {
-        true => Err(QueryError::NotPrivate(format!(
+        true => Err(DatabaseError::NotPrivate(format!(
             "names beginning with {OWN} are dpkit's own: rename it"
         ))),
         false => Ok(()),
@@ -102,7 +102,7 @@ pub(crate) fn renamed_everywhere(
     flavour: Flavour,
 ) -> Result<()> {
     let refused = || {
-        QueryError::NotPrivate(format!(
+        DatabaseError::NotPrivate(format!(
             "the SQL for {} could not be written with dpkit's own names: it cannot be sent",
             flavour.name()
         ))

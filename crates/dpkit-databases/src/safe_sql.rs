@@ -44,7 +44,7 @@ const NATIVE: &[&str] = &[
     "character_length",
 ];
 
-/// Step 1 of `backend::sql` for PostgreSQL and Spark: keeps, renames or
+/// Step 1 of `sql` for PostgreSQL and Spark: keeps, renames or
 /// refuses `expr`.
 pub(crate) fn expr(
     expr: Expr,

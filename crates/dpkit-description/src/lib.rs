@@ -1,5 +1,10 @@
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! # dpkit-description
+//!
 //! The data description: what the engine cannot guess and a person must
-//! decide (the privacy unit, public bounds, public value domains).
+//! decide (the privacy unit, public bounds, public value domains), read
+//! from TOML and checked before any data is touched.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,7 +12,6 @@ use std::path::{Path, PathBuf};
 use dpkit_core::sensitivity::Neighbouring;
 use serde::Deserialize;
 
-use crate::error::{QueryError, Result};
 use dpkit_ledger::MAX_EPSILON;
 
 /// The most rows one person may contribute (`max_rows_per_person`): beyond
@@ -21,7 +25,7 @@ pub const MAX_PUBLIC_ROWS: u64 = 1 << 53;
 /// A dataset's description, read from TOML.
 ///
 /// ```
-/// use dpkit_query::description::Description;
+/// use dpkit_description::Description;
 /// let text = r#"
 /// [table]
 /// name = "people"
@@ -270,7 +274,7 @@ impl ColumnKind {
     /// The word a description's `type = "…"` uses for this kind.
     ///
     /// ```
-    /// use dpkit_query::description::ColumnKind;
+    /// use dpkit_description::ColumnKind;
     /// assert_eq!(ColumnKind::Integer.name(), "integer");
     /// assert_eq!(ColumnKind::from_name("real"), Some(ColumnKind::Real));
     /// assert_eq!(ColumnKind::from_name("float"), None);
@@ -367,8 +371,17 @@ struct RawColumn {
     max_length: Option<i64>,
 }
 
-fn invalid(reason: String) -> QueryError {
-    QueryError::Description(reason)
+/// A description that is missing, malformed or inconsistent. Its message
+/// names only what the description says, never a value of the data.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct DescriptionError(pub String);
+
+/// `Result` with [`DescriptionError`].
+pub type Result<T> = std::result::Result<T, DescriptionError>;
+
+fn invalid(reason: String) -> DescriptionError {
+    DescriptionError(reason)
 }
 
 impl Description {
@@ -496,7 +509,7 @@ impl Description {
     /// against its file (`dpkit check`).
     ///
     /// ```
-    /// use dpkit_query::description::{Description, PrivacyUnit};
+    /// use dpkit_description::{Description, PrivacyUnit};
     /// let text = r#"
     /// [table]
     /// name = "people"
@@ -648,7 +661,7 @@ fn check_source_table(name: &str) -> Result<()> {
 
 impl Source {
     /// The database table this source reads (`None` for a file).
-    pub(crate) fn database_table(&self) -> Option<&str> {
+    pub fn database_table(&self) -> Option<&str> {
         match self {
             Source::File => None,
             Source::Sqlite { table }
@@ -1018,16 +1031,13 @@ fn check_domain(name: &str, domain: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn strip(error: QueryError) -> String {
-    match error {
-        QueryError::Description(reason) => reason,
-        other => other.to_string(),
-    }
+fn strip(error: DescriptionError) -> String {
+    error.0
 }
 
 /// Whether `name` is a plain SQL identifier: letters, digits and `_`, not
 /// starting with a digit.
-pub(crate) fn is_identifier(name: &str) -> bool {
+pub fn is_identifier(name: &str) -> bool {
     !name.is_empty()
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit())
@@ -1058,7 +1068,7 @@ mod tests {
     /// A refusal is one `Description` line.
     fn assert_refused(result: Result<Description>, case: &str) {
         match result {
-            Err(QueryError::Description(reason)) => assert!(!reason.contains('\n'), "{case}"),
+            Err(DescriptionError(reason)) => assert!(!reason.contains('\n'), "{case}"),
             other => panic!("{case}: expected a refusal, got {other:?}"),
         }
     }

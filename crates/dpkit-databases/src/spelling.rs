@@ -12,7 +12,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use super::flavour::Flavour;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
 
 /// Steps per row saturate here (the largest `float8` below 2^63, a valid
 /// `bigint`), as the embedded engine saturates at the ends of `i64`.
@@ -34,7 +34,7 @@ pub(crate) fn spell(statement: &mut ast::Statement, flavour: Flavour) -> Result<
             // Some spellings use an argument twice, so nesting could double
             // the text at each level: refused, free, past a size.
             if text.len() > MAX_SPELLED_BYTES {
-                return Err(QueryError::NotPrivate(format!(
+                return Err(DatabaseError::NotPrivate(format!(
                     "the query's expressions are too deeply nested to write for {}",
                     flavour.name()
                 )));
@@ -210,7 +210,7 @@ pub(crate) fn reads_back(statement: &ast::Statement, flavour: Flavour) -> Result
         .and_then(|mut parser| parser.parse_statements());
     match parsed {
         Ok(statements) if statements.as_slice() == std::slice::from_ref(&written) => Ok(text),
-        _ => Err(QueryError::NotPrivate(format!(
+        _ => Err(DatabaseError::NotPrivate(format!(
             "the SQL for {} would be read otherwise than dpkit wrote it: it cannot be sent",
             flavour.name()
         ))),
@@ -273,7 +273,7 @@ impl ast::VisitorMut for Canonical {
 /// of the description's (the table or a column), and is refused.
 pub(crate) fn unambiguous(sql: &str, flavour: Flavour) -> Result<()> {
     let refused = || {
-        QueryError::NotPrivate(format!(
+        DatabaseError::NotPrivate(format!(
             "the SQL for {} would hold a comment, or a name with a quote, a backslash or a \
              control character{}: it cannot be sent",
             flavour.name(),
@@ -330,7 +330,7 @@ fn names_apart(tokens: &[Token], flavour: Flavour) -> Result<()> {
                 .is_some_and(|other| other != word.value),
         };
         if clash {
-            return Err(QueryError::NotPrivate(format!(
+            return Err(DatabaseError::NotPrivate(format!(
                 "two names in the query differ only in case, or a name is over 63 bytes: \
                  {} would take them for one (rename one)",
                 flavour.name()
@@ -342,8 +342,9 @@ fn names_apart(tokens: &[Token], flavour: Flavour) -> Result<()> {
 
 fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
     let dialect = dialect(flavour);
-    let failed =
-        |e: String| QueryError::Sql(format!("cannot write the plan for {}: {e}", flavour.name()));
+    let failed = |e: String| {
+        DatabaseError::Sql(format!("cannot write the plan for {}: {e}", flavour.name()))
+    };
     let mut parser = Parser::new(dialect)
         .with_recursion_limit(100_000)
         .try_with_sql(text)

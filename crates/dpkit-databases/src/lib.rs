@@ -1,7 +1,11 @@
-//! Where the rewritten private plan runs.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! # dpkit-databases
 //!
-//! The embedded DataFusion engine runs it on CSV and Parquet files (the
-//! default, in [`crate::engine`]). A [`Backend`] runs the same plan where
+//! Where the rewritten private plan runs when the rows live in a database.
+//!
+//! dpkit-query's embedded DataFusion engine runs the plan on CSV and
+//! Parquet files. A [`Backend`] runs the same plan where
 //! the rows already live, as one SQL statement (see [`sql`]): the capped,
 //! typed view, the total expressions, the clamps and the exact sums all run
 //! in the database, and only the per-group exact aggregates come back;
@@ -12,6 +16,7 @@
 //! a database cannot run safely is refused before anything is spent.
 
 mod bridge;
+pub mod error;
 mod exprs;
 mod flavour;
 mod placeholder;
@@ -25,21 +30,37 @@ mod safe_sql;
 mod spark;
 mod spark_proto;
 mod spelling;
-pub mod sql;
+mod sql;
 mod sqlite;
 mod tables;
 
 use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 
-use crate::description::{ColumnKind, Description, Source};
-use crate::error::{QueryError, Result};
+use dpkit_description::{ColumnKind, Description, Source};
+pub use error::{DatabaseError, Result};
 pub use flavour::Flavour;
-pub(crate) use renamed::no_own_names;
+pub use renamed::no_own_names;
 pub use sql::RemotePlan;
-pub(crate) use tables::DatabaseTables;
+pub use tables::{DatabaseTables, EmptyTables};
+
+/// The name under which a private table's typed, capped read is defined,
+/// wherever the plan runs (a `WITH` clause in a database, a view in the
+/// embedded engine): `__dpkit_raw_` and the description's name.
+pub fn raw_table_name(table: &str) -> String {
+    format!("__dpkit_raw_{table}")
+}
+
+/// The Arrow type of a declared column kind.
+pub fn declared_type(kind: ColumnKind) -> DataType {
+    match kind {
+        ColumnKind::Integer => DataType::Int64,
+        ColumnKind::Real => DataType::Float64,
+        ColumnKind::Text => DataType::Utf8,
+    }
+}
 
 /// A column's type in a database, as dpkit reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,12 +97,12 @@ pub trait Backend: Send + Sync {
     /// depend on the rows is never charged. PostgreSQL and Spark also say
     /// the type of each column the statement returns, which must be the
     /// type `schema` reads (SQLite's values carry their own types). A
-    /// database that cannot be reached is [`QueryError::Unreadable`].
+    /// database that cannot be reached is [`DatabaseError::Unreadable`].
     fn check(&self, plan: &RemotePlan, schema: &SchemaRef) -> Result<()>;
     /// Runs `plan`; the result has `schema`'s columns. Failures that cannot
     /// depend on the rows (the database cannot be reached) are
-    /// [`QueryError::Unreadable`], refunded; any other is
-    /// [`QueryError::FailedWhileRunning`], its cost kept.
+    /// [`DatabaseError::Unreadable`], refunded; any other is
+    /// [`DatabaseError::FailedWhileRunning`], its cost kept.
     fn run(
         &self,
         plan: &RemotePlan,
@@ -128,7 +149,7 @@ pub(crate) fn declared_columns(
         }
     }
     if !problems.is_empty() {
-        return Err(QueryError::Description(format!(
+        return Err(DatabaseError::Description(format!(
             "the {database} table differs from its description: {}",
             problems.join("; ")
         )));
@@ -165,7 +186,7 @@ pub(crate) fn check_result_types(
     if wrong.is_empty() && found.len() == schema.fields().len() {
         return Ok(());
     }
-    Err(QueryError::Sql(format!(
+    Err(DatabaseError::Sql(format!(
         "{} would return the plan's columns with other types ({}): nothing was run",
         flavour.name(),
         wrong.join(", ")
@@ -174,14 +195,14 @@ pub(crate) fn check_result_types(
 
 /// The refusal of a plan the database says it cannot run: the first line
 /// of its reason, which is about the statement (no row has been read).
-pub(crate) fn cannot_run(flavour: Flavour, reason: &str) -> QueryError {
+pub(crate) fn cannot_run(flavour: Flavour, reason: &str) -> DatabaseError {
     let first = reason.lines().map(str::trim).find(|l| !l.is_empty());
     let line: String = first
         .unwrap_or("no reason given")
         .chars()
         .take(240)
         .collect();
-    QueryError::Sql(format!(
+    DatabaseError::Sql(format!(
         "{} cannot run the plan as written: {line}",
         flavour.name()
     ))

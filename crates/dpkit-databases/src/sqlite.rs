@@ -13,8 +13,8 @@ use super::flavour::Flavour;
 use super::rows::{Cell, Rows};
 use super::sql::RemotePlan;
 use super::{Backend, DatabaseType};
-use crate::description::ColumnKind;
-use crate::error::{QueryError, Result};
+use crate::error::{DatabaseError, Result};
+use dpkit_description::ColumnKind;
 
 /// A SQLite table.
 pub(crate) struct SqliteTable {
@@ -31,15 +31,15 @@ const BUSY_WAIT: Duration = Duration::from_secs(5);
 
 /// A failure that does not depend on the rows: the file cannot be opened,
 /// read or locked. Refunded.
-fn unreachable_error(reason: &str) -> QueryError {
-    QueryError::Unreadable(format!("the SQLite database {reason} (an I/O failure)"))
+fn unreachable_error(reason: &str) -> DatabaseError {
+    DatabaseError::Unreadable(format!("the SQLite database {reason} (an I/O failure)"))
 }
 
 impl SqliteTable {
     /// Opens `file` read-only and reads the table `table` from it.
     pub(crate) fn open(file: &Path, table: &str) -> Result<Self> {
         if !file.is_file() {
-            return Err(QueryError::Unreadable(format!(
+            return Err(DatabaseError::Unreadable(format!(
                 "cannot read {}: no such file",
                 file.display()
             )));
@@ -48,7 +48,7 @@ impl SqliteTable {
         let table = match table.split_once('.') {
             Some((schema, name)) if schema.eq_ignore_ascii_case("main") => name,
             Some(_) => {
-                return Err(QueryError::Description(format!(
+                return Err(DatabaseError::Description(format!(
                     "the SQLite table '{table}': dpkit reads tables of the main schema (name \
                      it without a schema, or as main.NAME)"
                 )));
@@ -217,7 +217,7 @@ impl Backend for SqliteTable {
         let columns = column_types(&self.connection(), &self.table, "")
             .map_err(|_| unreachable_error("cannot be read"))?;
         if columns.is_empty() {
-            return Err(QueryError::Description(format!(
+            return Err(DatabaseError::Description(format!(
                 "the SQLite database has no table '{}'",
                 self.table
             )));
@@ -254,7 +254,7 @@ impl Backend for SqliteTable {
                 .map_err(|_| unreachable_error("cannot be read"))?
                 != self.as_stored
         {
-            return Err(QueryError::Description(
+            return Err(DatabaseError::Description(
                 "the SQLite table is no longer STRICT as it was opened: open its description again"
                     .into(),
             ));
@@ -336,15 +336,15 @@ fn collect(
 /// reads a row); every other failure keeps its cost and withholds its
 /// details. An I/O failure mid-query is kept too: a sort that spills to a
 /// temporary file grows with the rows, and one row could make it fail.
-fn run_error(error: rusqlite::Error, deadline: Option<Instant>) -> QueryError {
+fn run_error(error: rusqlite::Error, deadline: Option<Instant>) -> DatabaseError {
     use rusqlite::ErrorCode::*;
     let code = error.sqlite_error_code();
     match code {
         Some(OperationInterrupted) if deadline.is_some() => {
-            QueryError::FailedWhileRunning("it ran longer than the time limit".into())
+            DatabaseError::FailedWhileRunning("it ran longer than the time limit".into())
         }
         Some(DatabaseBusy | DatabaseLocked) => unreachable_error("is locked by a writer"),
-        _ => QueryError::FailedWhileRunning(
+        _ => DatabaseError::FailedWhileRunning(
             "details withheld: they could quote private values".into(),
         ),
     }

@@ -59,6 +59,11 @@ pub struct Limits {
     pub max_sql_bytes: usize,
     /// Queries run at once (explain and query); more wait their turn.
     pub workers: usize,
+    /// Runs one analyst may have under way at once; their further requests
+    /// wait, and the other analysts take the free workers in turn. Unset:
+    /// `workers − 1` (at least 1), so that one worker is always left to
+    /// the others.
+    pub max_runs_per_analyst: Option<usize>,
     /// The longest a query's run may take; past it the run fails, its cost kept.
     pub query_timeout_seconds: f64,
     /// The most memory one run's operators may hold.
@@ -77,6 +82,7 @@ impl Default for Limits {
             max_body_bytes: 64 * 1024,
             max_sql_bytes: 16 * 1024,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            max_runs_per_analyst: None,
             query_timeout_seconds: 30.0,
             query_memory_megabytes: 512,
             requests_per_second: 10.0,
@@ -153,6 +159,23 @@ impl Config {
     }
 }
 
+impl Limits {
+    /// The runs one analyst may have under way at once.
+    ///
+    /// ```
+    /// use dpkit_serve::config::Limits;
+    /// let limits = Limits { workers: 4, ..Limits::default() };
+    /// assert_eq!(limits.runs_per_analyst(), 3);
+    /// let one = Limits { workers: 1, ..Limits::default() };
+    /// assert_eq!(one.runs_per_analyst(), 1);
+    /// ```
+    pub fn runs_per_analyst(&self) -> usize {
+        self.max_runs_per_analyst
+            .unwrap_or(self.workers.saturating_sub(1))
+            .clamp(1, self.workers.max(1))
+    }
+}
+
 fn check_limits(limits: &Limits) -> Result<()> {
     let positive = limits.max_body_bytes > 0
         && limits.max_sql_bytes > 0
@@ -166,6 +189,14 @@ fn check_limits(limits: &Limits) -> Result<()> {
     if !positive {
         return Err(ServeError::Config(
             "every [limits] value must be finite and > 0".into(),
+        ));
+    }
+    if limits
+        .max_runs_per_analyst
+        .is_some_and(|runs| runs == 0 || runs > limits.workers)
+    {
+        return Err(ServeError::Config(
+            "max_runs_per_analyst must be from 1 to workers".into(),
         ));
     }
     if limits.max_sql_bytes > limits.max_body_bytes {
@@ -194,6 +225,8 @@ mod tests {
             "state_dir = 's'\ndatasets = []",
             "state_dir = 's'\naddress = 'nowhere'\n[[datasets]]\ndescription = 'a.toml'",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 0",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 2\nmax_runs_per_analyst = 3",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nmax_runs_per_analyst = 0",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nrequests_per_second = -1.0",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\nsurprise = 1",
         ] {

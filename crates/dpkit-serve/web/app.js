@@ -100,6 +100,13 @@ function request() {
   };
 }
 
+// Said when a request waited for a free worker: other analysts' queries,
+// or this analyst's own beyond its share, were running.
+function waited(answer) {
+  const seconds = answer.waited_seconds || 0;
+  return seconds >= 0.1 ? " (after " + round(seconds, 1) + " s in the queue for a free worker)" : "";
+}
+
 async function explain() {
   try {
     const answer = await api("POST", "/v1/explain", request());
@@ -107,7 +114,7 @@ async function explain() {
     $("explanation").textContent = "Costs ε = " + answer.epsilon + ", δ = " + answer.delta +
       " (nothing spent)\n\n" + answer.explanation;
     showBudget(answer.budget);
-    status("explained: nothing spent");
+    status("explained: nothing spent" + waited(answer));
   } catch (error) {
     status(error.message, true);
   }
@@ -119,7 +126,8 @@ async function run() {
     const answer = await api("POST", "/v1/query", request());
     showAnswer(answer);
     showBudget(answer.budget);
-    status(answer.replay ? "the same request again: its first answer, free" : "answered");
+    status((answer.replay ? "the same request again: its first answer, free" : "answered") +
+      waited(answer));
   } catch (error) {
     status(error.message, true);
     await refreshBudget().catch(() => {});

@@ -68,8 +68,8 @@ pub async fn explain(
 ) -> Result<Json<ExplainResponse>, ApiError> {
     let dataset = app.granted(&analyst, &request)?;
     let run_app = app.clone();
-    let (explanation, cost, state) = app
-        .run((), move || {
+    let ((explanation, cost, state), waited) = app
+        .run(&analyst.clone(), (), move || {
             let engine = &run_app.datasets[dataset].engine;
             let (explanation, cost) =
                 engine.explain_with_cost(&request.sql, &request.settings())?;
@@ -84,6 +84,7 @@ pub async fn explain(
         epsilon: cost.epsilon(),
         delta: cost.delta(),
         budget: Budget::of(name, &state),
+        waited_seconds: waited,
     }))
 }
 
@@ -111,8 +112,8 @@ pub async fn query(
     // needs it): a second copy waits, then finds the first one's answer.
     let same = app.same_request(&account, &canonical).await;
     let run_app = app.clone();
-    let (once, state) = app
-        .run(same, move || {
+    let ((once, state), waited) = app
+        .run(&analyst.clone(), same, move || {
             let engine = &run_app.datasets[dataset].engine;
             let ledger = run_app.ledger(&analyst, dataset)?;
             let mut rng = SecureRng::from_os()?;
@@ -132,5 +133,6 @@ pub async fn query(
         once.table,
         once.replay,
         budget,
+        waited,
     )))
 }

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use tokio::sync::Semaphore;
 use utoipa::OpenApi;
 
 use crate::analysts::{Analysts, account};
@@ -20,6 +19,7 @@ pub mod error;
 mod handlers;
 mod log;
 mod pool;
+mod turns;
 pub mod types;
 
 pub use error::ApiError;
@@ -41,7 +41,7 @@ pub struct App {
     /// A connection to the ledger's file for reading grants.
     grants: Mutex<dpkit_query::Ledger>,
     rate: auth::RateLimiter,
-    pool: Arc<Semaphore>,
+    turns: Arc<turns::Turns>,
     stripes: Vec<Arc<tokio::sync::Mutex<()>>>,
 }
 
@@ -55,7 +55,7 @@ impl App {
             datasets,
             state_path: analysts.path().to_path_buf(),
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
-            pool: Arc::new(Semaphore::new(limits.workers)),
+            turns: turns::Turns::new(limits.workers, limits.runs_per_analyst()),
             stripes: (0..STRIPES).map(|_| Arc::default()).collect(),
             analysts: Mutex::new(analysts),
             limits,
@@ -120,30 +120,35 @@ impl App {
         stripe.clone().lock_owned().await
     }
 
-    /// Runs `work` (planning, the engine, the ledger: all blocking) on the
-    /// bounded pool: at most `workers` at once. The permit and `guard` move
-    /// into the run: a client that leaves drops its request, never the run
-    /// under way, which goes on counting against the pool and holding its
-    /// request's lock until it ends.
+    /// Runs `work` (planning, the engine, the ledger: all blocking) on a
+    /// worker when it is `analyst`'s turn (see [`turns`]): at most
+    /// `workers` runs at once, and `runs_per_analyst` of one analyst's.
+    /// The worker and `guard` move into the run: a client that leaves
+    /// drops its request, never the run under way, which goes on holding
+    /// its worker and its request's lock until it ends. Returns the run's
+    /// outcome and how long the request waited for its turn, in seconds.
     async fn run<T: Send + 'static, G: Send + 'static>(
         &self,
+        analyst: &str,
         guard: G,
         work: impl FnOnce() -> Result<T, dpkit_query::QueryError> + Send + 'static,
-    ) -> Result<T, ApiError> {
-        let permit = self
-            .pool
-            .clone()
-            .acquire_owned()
+    ) -> Result<(T, f64), ApiError> {
+        let asked = std::time::Instant::now();
+        let slot = self
+            .turns
+            .take(analyst)
             .await
-            .map_err(|_| ApiError::internal())?;
-        tokio::task::spawn_blocking(move || {
+            .ok_or_else(ApiError::internal)?;
+        let waited = asked.elapsed().as_secs_f64();
+        let outcome = tokio::task::spawn_blocking(move || {
             let outcome = work();
-            drop((permit, guard));
+            drop((slot, guard));
             outcome
         })
         .await
         .map_err(|_| ApiError::internal())?
-        .map_err(ApiError::from)
+        .map_err(ApiError::from)?;
+        Ok((outcome, waited))
     }
 }
 

@@ -148,6 +148,10 @@ pub struct ExplainResponse {
     pub delta: f64,
     /// The budget now (nothing was spent).
     pub budget: Budget,
+    /// How long the request waited for a free worker, in seconds: 0 when
+    /// one was free. Other analysts' runs, and this analyst's own beyond
+    /// `runs_per_analyst`, make it wait.
+    pub waited_seconds: f64,
 }
 
 /// A private answer.
@@ -180,6 +184,9 @@ pub struct QueryResponse {
     /// outside a column's public domain, or that thresholded groups of few
     /// people may be missing.
     pub notes: Vec<String>,
+    /// How long the request waited for a free worker, in seconds (see
+    /// [`ExplainResponse::waited_seconds`]).
+    pub waited_seconds: f64,
 }
 
 /// One cell: a group key, or a released value with its interval.
@@ -207,7 +214,13 @@ pub struct AnswerValue {
 
 impl QueryResponse {
     /// `table` on `dataset`, after which `budget` is left.
-    pub fn of(dataset: &str, table: ReleasedTable, replay: bool, budget: Budget) -> Self {
+    pub fn of(
+        dataset: &str,
+        table: ReleasedTable,
+        replay: bool,
+        budget: Budget,
+        waited_seconds: f64,
+    ) -> Self {
         let (charged_epsilon, charged_delta) = if replay {
             (0.0, 0.0)
         } else {
@@ -230,6 +243,7 @@ impl QueryResponse {
             charged_delta,
             budget,
             notes: table.notes,
+            waited_seconds,
         }
     }
 }

@@ -32,12 +32,23 @@ pub struct TestServer {
 impl TestServer {
     /// Starts a server over `descriptions` with `limits` (TOML lines).
     pub fn start(name: &str, descriptions: &[PathBuf], limits: &str) -> Self {
+        Self::start_reading(name, descriptions, limits, true)
+    }
+
+    /// Starts a server as [`TestServer::start`] does, that reads its
+    /// tables from their files for each query (`in_memory = false`).
+    #[allow(dead_code)]
+    pub fn start_on_files(name: &str, descriptions: &[PathBuf], limits: &str) -> Self {
+        Self::start_reading(name, descriptions, limits, false)
+    }
+
+    fn start_reading(name: &str, descriptions: &[PathBuf], limits: &str, memory: bool) -> Self {
         let folder = folder(name);
         let datasets: String = descriptions
             .iter()
             .map(|d| {
                 format!(
-                    "[[datasets]]\ndescription = {:?}\n",
+                    "[[datasets]]\ndescription = {:?}\nin_memory = {memory}\n",
                     d.display().to_string()
                 )
             })

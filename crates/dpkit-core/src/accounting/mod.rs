@@ -3,10 +3,14 @@
 
 pub mod budget;
 pub mod composition;
+pub mod concentrated;
+pub mod filter;
 pub mod privacy_loss;
 pub mod split;
 
 pub use budget::PrivacyBudget;
+pub use concentrated::ConcentratedLoss;
+pub use filter::Filter;
 pub use composition::{
     advanced_composition, group_privacy, parallel_composition, sequential_composition,
 };

@@ -11,6 +11,7 @@ use super::{
     DiscreteGaussian, DiscreteStaircase, Gaussian, IntegerMechanism, Laplace, RealMechanism,
     Staircase, StaircaseGamma, TwoSidedGeometric,
 };
+use crate::accounting::ConcentratedLoss;
 use crate::accuracy::NoiseAccuracy;
 use crate::error::{Error, Result};
 use crate::lattice::GridValue;
@@ -261,6 +262,28 @@ impl AdditiveNoise {
             Self::DiscreteStaircase(_) => MechanismKind::DiscreteStaircase,
             Self::Gaussian(_) => MechanismKind::Gaussian,
             Self::DiscreteGaussian(_) => MechanismKind::DiscreteGaussian,
+        }
+    }
+
+    /// The loss in concentrated form of one measurement of `draws` values
+    /// released with this noise, whose cost as a whole is `epsilon`-DP (for
+    /// the pure kinds; the share of ε the measurement was given). Pure
+    /// kinds: ρ = ε²/2, their samplers being exact. The Gaussians: their
+    /// own ρ, spread and tail, from σ and the Δ they were built for; their
+    /// (ε, δ) does not enter.
+    ///
+    /// ```
+    /// use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
+    /// let laplace = AdditiveNoise::build(MechanismKind::Laplace, 0.2, 0.0, 1.0).unwrap();
+    /// assert!((laplace.concentrated(0.2, 5).unwrap().rho() - 0.02).abs() < 1e-15);
+    /// let gaussian = AdditiveNoise::build(MechanismKind::DiscreteGaussian, 0.2, 1e-6, 1.0).unwrap();
+    /// assert!(gaussian.concentrated(0.2, 5).unwrap().rho() < 0.02);
+    /// ```
+    pub fn concentrated(&self, epsilon: f64, draws: u64) -> Result<ConcentratedLoss> {
+        match self {
+            Self::Gaussian(m) => m.concentrated(draws),
+            Self::DiscreteGaussian(m) => m.concentrated(draws),
+            _ => ConcentratedLoss::pure(epsilon),
         }
     }
 

@@ -10,7 +10,7 @@ use super::{
     CALIBRATION_MARGIN, IntegerMechanism, RealMechanism, release_exact_on_lattice,
     release_slice_on_lattice, require_integer_sensitivity, saturating_release,
 };
-use crate::accounting::PrivacyLoss;
+use crate::accounting::{ConcentratedLoss, PrivacyLoss};
 use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_below};
 use crate::error::{Error, Result, require_positive};
 use crate::lattice::{GridValue, Lattice};
@@ -378,6 +378,8 @@ impl CalibratedDiscreteGaussian {
 pub struct Gaussian {
     analytic_sigma: f64,
     lattice: Lattice,
+    /// Δ in grid steps: how far apart two neighbours' values can round.
+    index_sensitivity: u64,
     noise: CalibratedDiscreteGaussian,
 }
 
@@ -391,8 +393,25 @@ impl Gaussian {
         Ok(Self {
             analytic_sigma,
             lattice,
+            index_sensitivity,
             noise,
         })
+    }
+
+    /// Its loss in concentrated form for a measurement of `draws` values
+    /// whose move has L2 norm at most the Δ it was built for: the discrete
+    /// Gaussian's on the grid, in grid steps (see
+    /// [`DiscreteGaussianSampler::concentrated`]).
+    ///
+    /// ```
+    /// use dpkit_core::mechanism::Gaussian;
+    /// let gaussian = Gaussian::new(0.5, 1e-6, 1.0).unwrap();
+    /// let rho = gaussian.concentrated(1).unwrap().rho();
+    /// let sigma = gaussian.sigma();
+    /// assert!((rho - 1.0 / (2.0 * sigma * sigma)).abs() < 1e-3 * rho);
+    /// ```
+    pub fn concentrated(&self, draws: u64) -> Result<ConcentratedLoss> {
+        (self.noise.sampler).concentrated(self.index_sensitivity, draws)
     }
 
     /// The σ of the noise actually added (in the value's units).
@@ -458,6 +477,7 @@ impl NoiseAccuracy for Gaussian {
 
 /// The discrete Gaussian mechanism for integer queries: (ε, δ)-DP for integer
 /// L2 sensitivity Δ, σ calibrated exactly for the discrete distribution.
+/// Its loss in concentrated form is [`DiscreteGaussian::concentrated`].
 ///
 /// ```
 /// use dpkit_core::mechanism::{DiscreteGaussian, IntegerMechanism};
@@ -467,6 +487,7 @@ impl NoiseAccuracy for Gaussian {
 /// ```
 #[derive(Debug, Clone)]
 pub struct DiscreteGaussian {
+    sensitivity: u64,
     noise: CalibratedDiscreteGaussian,
 }
 
@@ -475,8 +496,24 @@ impl DiscreteGaussian {
     pub fn new(epsilon: f64, delta: f64, l2_sensitivity: u64) -> Result<Self> {
         require_integer_sensitivity(l2_sensitivity)?;
         Ok(Self {
+            sensitivity: l2_sensitivity,
             noise: CalibratedDiscreteGaussian::new(epsilon, delta, l2_sensitivity)?,
         })
+    }
+
+    /// Its loss in concentrated form for a measurement of `draws` values
+    /// whose move has L2 norm at most its Δ (see
+    /// [`DiscreteGaussianSampler::concentrated`]).
+    ///
+    /// ```
+    /// use dpkit_core::mechanism::DiscreteGaussian;
+    /// let counts = DiscreteGaussian::new(0.5, 1e-6, 1).unwrap();
+    /// let loss = counts.concentrated(3).unwrap();
+    /// assert_eq!(loss.rho(), 1.0 / (2.0 * counts.sigma() * counts.sigma()));
+    /// assert!(loss.spread() < 1e-8 && loss.tail() > 0.0);
+    /// ```
+    pub fn concentrated(&self, draws: u64) -> Result<ConcentratedLoss> {
+        (self.noise.sampler).concentrated(self.sensitivity, draws)
     }
 
     /// The parameter σ.

@@ -7,6 +7,7 @@ use rand_core::Rng;
 
 use super::alias_table::{AliasTable, fill_from_halves};
 use super::{ExactBernoulli, GeometricSampler, TwoSidedGeometricSampler};
+use crate::accounting::ConcentratedLoss;
 use crate::error::{Result, require_positive};
 use crate::shared_tables::SharedTables;
 
@@ -14,6 +15,12 @@ use crate::shared_tables::SharedTables;
 /// ideal probability is below `e^(−REACH²/2)` ≈ 1e-313 and the mechanisms
 /// count it in δ.
 const REACH: f64 = 38.0;
+/// A bound on the probability, realised or ideal, that one draw falls
+/// outside `|y| < REACH·σ`: the ideal law puts below `e^(−REACH²/2)` ≈
+/// 1e-313 there, and the realised sampler draws beyond its table with
+/// exact coins from the same law, within its spread of it (the (ε, δ)
+/// calibration of the Gaussian mechanisms counts the same 1e-290 in δ).
+pub const WINDOW_MISS: f64 = 1e-290;
 /// The body table has at most `2^MAX_TABLE_BITS` cells (512 KiB).
 const MAX_TABLE_BITS: u32 = 16;
 /// A body cell's ideal mass is at least `2^−MIN_CELL_LOG2` (with 2^16 cells
@@ -89,6 +96,23 @@ impl DiscreteGaussianSampler {
             Strategy::Table(table) => table.log_spread_bound,
             Strategy::Rejection(rejection) => rejection.log_spread_bound(self.sigma),
         }
+    }
+
+    /// The loss in concentrated form of a vector of `draws` independent
+    /// draws added to an integer query of integer L2 sensitivity
+    /// `sensitivity`: ρ = Δ²/(2σ²) of the ideal law; per draw, a spread of
+    /// twice [`DiscreteGaussianSampler::log_spread_bound`] (the realised
+    /// pmf is `e^u` times the ideal one within the window, `u` within that
+    /// bound of its least value, which normalisation puts within it of 0)
+    /// and a tail of [`WINDOW_MISS`].
+    pub fn concentrated(&self, sensitivity: u64, draws: u64) -> Result<ConcentratedLoss> {
+        let draws = draws.max(1) as f64;
+        ConcentratedLoss::gaussian(
+            sensitivity as f64,
+            self.sigma,
+            2.0 * self.log_spread_bound() * draws,
+            WINDOW_MISS * draws,
+        )
     }
 
     /// One draw.

@@ -1,0 +1,222 @@
+//! A privacy filter: which charges a budget admits when each query, and
+//! its cost, may be chosen after seeing the earlier answers.
+//!
+//! A budget of (ε, δ) with δ > 0 is kept by two accountants at once, and a
+//! charge is admitted while **either** would still keep the budget after
+//! it; every charge is recorded by both.
+//!
+//! * **Sums** of (εᵢ, δᵢ), within (ε, δ/2). Valid for adaptively chosen
+//!   costs: Rogers, Roth, Ullman & Vadhan 2016, "Privacy odometers and
+//!   filters: pay-as-you-go composition", their filter for basic
+//!   composition. It is the tighter of the two for a few queries.
+//! * **Concentrated**: the ρᵢ of the ideal mechanisms add up within a ρ
+//!   fixed when the filter is made, and the realised samplers' spreads and
+//!   tails within bounds fixed alike (see [`ConcentratedLoss`]). The ideal
+//!   mechanisms under that filter are ρ-zCDP (Whitehouse, Ramdas, Rogers &
+//!   Wu 2023, "Fully-adaptive composition in differential privacy", the
+//!   zCDP filter), so (ε₀, δ₀)-DP with ε₀ from [`epsilon_of`]. The realised
+//!   interaction differs from the ideal one by a factor within e^±η on
+//!   every transcript whose draws stay in their windows (the product of the
+//!   releases' ratios, η the spreads' bound), and those windows are missed
+//!   with probability at most τ (the tails' bound), realised or ideal; so
+//!   for any set S of transcripts, P′(S) ≤ e^η·P(S) + τ and
+//!   P(S) ≤ e^ε₀·Q(S) + δ₀ ≤ e^ε₀·(e^η·Q′(S) + τ) + δ₀, that is
+//!   (ε₀ + 2η, e^η·δ₀ + (1 + e^(ε₀+η))·τ)-DP. The filter takes η = ε/1000
+//!   and chooses ε₀ and δ₀ so that this is (ε, δ/2). It is the tighter for
+//!   many queries, above all Gaussian ones.
+//!
+//! **Why either may admit.** Let X be the transcripts whose charges all fit
+//! the sums accountant, and Y those whose charges all fit the concentrated
+//! one; every transcript the filter allows is in X or Y (sums only grow, so
+//! the accountant that admitted the last charge admitted every charge; a
+//! transcript holds each refusal too, and a refusal is a function of the
+//! transcript before it).
+//! The interaction stopped by the sums accountant alone gives exactly the
+//! transcripts in X the same probability, and it is (ε, δ/2)-DP; likewise
+//! Y with the concentrated accountant alone. So for any set S,
+//! P(S) = P(S ∩ X) + P(S ∩ (Y \ X)) ≤ e^ε·Q(S ∩ X) + δ/2 + e^ε·Q(S ∩ (Y \ X)) + δ/2
+//! = e^ε·Q(S) + δ. Both accountants are fixed when the budget is made,
+//! from the budget alone, never from answers.
+//!
+//! A budget with δ = 0 is kept by the sums alone, as is one made with
+//! [`Filter::sums_only`] (the ledgers made before the concentrated
+//! accountant existed).
+
+use super::PrivacyLoss;
+use super::concentrated::{ConcentratedLoss, epsilon_of, rho_within};
+use crate::error::Result;
+
+/// The share of ε the concentrated accountant keeps for the samplers'
+/// spreads (η = ε·SPREAD_SHARE; twice it is spent, see the module).
+const SPREAD_SHARE: f64 = 1e-3;
+/// The share of its δ the concentrated accountant keeps for the samplers'
+/// tails.
+const TAIL_SHARE: f64 = 1e-6;
+
+/// What a budget admits. Made from the total alone.
+///
+/// ```
+/// use dpkit_core::accounting::{ConcentratedLoss, Filter, PrivacyLoss};
+/// let filter = Filter::new(PrivacyLoss::approximate(1.0, 1e-6).unwrap()).unwrap();
+/// // 100 Gaussian counts of σ = 54 (Δ = 1) fit in concentrated form,
+/// // where plain sums of their (ε, δ) would not.
+/// let count = ConcentratedLoss::gaussian(1.0, 54.0, 0.0, 0.0).unwrap();
+/// let mut spent = Some(ConcentratedLoss::default());
+/// for _ in 0..100 {
+///     assert!(filter.concentrated_fits(spent, Some(count)));
+///     spent = spent.map(|s| s.and(count));
+/// }
+/// assert!(!filter.concentrated_fits(spent, Some(ConcentratedLoss::pure(0.5).unwrap())));
+/// assert_eq!(filter.sums_delta(), 5e-7);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Filter {
+    total: PrivacyLoss,
+    concentrated: Option<Bounds>,
+}
+
+/// The concentrated accountant's bounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bounds {
+    rho: f64,
+    spread: f64,
+    tail: f64,
+    /// δ₀, at which ρ converts to ε₀.
+    inner_delta: f64,
+}
+
+impl Filter {
+    /// Both accountants for a total of (ε, δ); the sums alone when δ = 0.
+    pub fn new(total: PrivacyLoss) -> Result<Self> {
+        let (epsilon, delta) = (total.epsilon(), total.delta());
+        if delta == 0.0 {
+            return Ok(Self::sums_only(total));
+        }
+        let share = delta / 2.0;
+        let spread = epsilon * SPREAD_SHARE;
+        let inner_epsilon = epsilon - 2.0 * spread;
+        // τ·(1 + e^(ε₀+η)) ≤ TAIL_SHARE·δ/2, and e^η·δ₀ takes the rest.
+        // Past e^709 no tail fits at all (τ = 0: no Gaussian is admitted).
+        let grow = 1.0 + (inner_epsilon + spread).exp();
+        let tail = if grow.is_finite() {
+            share * TAIL_SHARE / grow
+        } else {
+            0.0
+        };
+        let reserved = if tail > 0.0 { tail * grow } else { 0.0 };
+        let inner_delta = (share - reserved) / spread.exp();
+        let rho = rho_within(inner_epsilon, inner_delta)?;
+        Ok(Self {
+            total,
+            concentrated: Some(Bounds {
+                rho,
+                spread,
+                tail,
+                inner_delta,
+            }),
+        })
+    }
+
+    /// The sums accountant alone, over the whole (ε, δ): the only one of a
+    /// ledger made before the concentrated accountant existed.
+    pub fn sums_only(total: PrivacyLoss) -> Self {
+        Self {
+            total,
+            concentrated: None,
+        }
+    }
+
+    /// The total.
+    pub fn total(&self) -> PrivacyLoss {
+        self.total
+    }
+
+    /// The δ the sums accountant may spend: half the total's when the
+    /// concentrated accountant keeps the other half.
+    pub fn sums_delta(&self) -> f64 {
+        match self.concentrated {
+            Some(_) => self.total.delta() / 2.0,
+            None => self.total.delta(),
+        }
+    }
+
+    /// ρ the concentrated accountant allows in all, if it keeps the budget.
+    pub fn concentrated_rho(&self) -> Option<f64> {
+        self.concentrated.map(|b| b.rho)
+    }
+
+    /// Whether the sums accountant admits `cost` after `spent`: both
+    /// within (ε, [`Filter::sums_delta`]). The ledger counts ε in exact
+    /// units and asks with its own arithmetic; this is the same rule in
+    /// doubles.
+    pub fn sums_fit(&self, spent: PrivacyLoss, cost: PrivacyLoss) -> bool {
+        spent.epsilon() + cost.epsilon() <= self.total.epsilon()
+            && spent.delta() + cost.delta() <= self.sums_delta()
+    }
+
+    /// Whether the concentrated accountant admits `cost` after `spent`.
+    /// `None` is a loss without a concentrated form (thresholds, say): one
+    /// such charge closes the concentrated accountant for good.
+    pub fn concentrated_fits(
+        &self,
+        spent: Option<ConcentratedLoss>,
+        cost: Option<ConcentratedLoss>,
+    ) -> bool {
+        let (Some(bounds), Some(spent), Some(cost)) = (self.concentrated, spent, cost) else {
+            return false;
+        };
+        let after = spent.and(cost);
+        after.rho() <= bounds.rho && after.spread() <= bounds.spread && after.tail() <= bounds.tail
+    }
+
+    /// The ε the concentrated accountant's spending converts to at the
+    /// δ it keeps, as `--explain` and the budget show it (`None` when it
+    /// does not keep this budget, or a charge closed it).
+    pub fn concentrated_epsilon(&self, spent: Option<ConcentratedLoss>) -> Option<f64> {
+        let bounds = self.concentrated?;
+        let spent = spent?;
+        let inner = epsilon_of(spent.rho(), bounds.inner_delta).ok()?;
+        Some(inner + 2.0 * bounds.spread)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_concentrated_bounds_convert_back_within_half_of_delta() {
+        for (epsilon, delta) in [(1.0, 1e-6), (0.1, 1e-9), (10.0, 1e-5), (900.0, 1e-3)] {
+            let filter = Filter::new(PrivacyLoss::approximate(epsilon, delta).unwrap()).unwrap();
+            let bounds = filter.concentrated.unwrap();
+            let inner_epsilon = epsilon - 2.0 * bounds.spread;
+            let grow = 1.0 + (inner_epsilon + bounds.spread).exp();
+            let tails = if bounds.tail > 0.0 { grow * bounds.tail } else { 0.0 };
+            let inner_delta = bounds.inner_delta;
+            let converted = epsilon_of(bounds.rho, inner_delta).unwrap() + 2.0 * bounds.spread;
+            let delta_used = bounds.spread.exp() * inner_delta + tails;
+            assert!(converted <= epsilon, "{epsilon}: {converted}");
+            assert!(delta_used <= delta / 2.0 * (1.0 + 1e-12), "{delta_used}");
+        }
+    }
+
+    #[test]
+    fn a_pure_budget_and_an_old_ledger_keep_plain_sums() {
+        let pure = Filter::new(PrivacyLoss::pure(1.0).unwrap()).unwrap();
+        let old = Filter::sums_only(PrivacyLoss::approximate(1.0, 1e-6).unwrap());
+        for filter in [pure, old] {
+            let count = ConcentratedLoss::pure(0.01).unwrap();
+            assert!(!filter.concentrated_fits(Some(ConcentratedLoss::default()), Some(count)));
+            assert_eq!(filter.sums_delta(), filter.total().delta());
+        }
+    }
+
+    #[test]
+    fn a_charge_without_a_concentrated_form_closes_that_accountant() {
+        let filter = Filter::new(PrivacyLoss::approximate(1.0, 1e-6).unwrap()).unwrap();
+        let small = Some(ConcentratedLoss::pure(0.001).unwrap());
+        assert!(filter.concentrated_fits(Some(ConcentratedLoss::default()), small));
+        assert!(!filter.concentrated_fits(Some(ConcentratedLoss::default()), None));
+        assert!(!filter.concentrated_fits(None, small));
+    }
+}

@@ -56,7 +56,10 @@ def explain(description: str | os.PathLike, sql: str, epsilon: float, delta: flo
 def budget(description: str | os.PathLike, analyst: str = "default",
            ledger: str | os.PathLike | None = None, grant: bool = False) -> dict:
     """The analyst's budget on the description's dataset: total, spent and
-    remaining ε and δ, and how many queries were charged.
+    remaining ε and δ as plain sums, how many queries were charged, and
+    ``concentrated``: what the concentrated accountant (zCDP, half of δ)
+    has spent, ``spent_rho`` of ``total_rho`` and the ``spent_epsilon``
+    that is at its ``delta``, or None where it does not keep the budget.
 
     A ledger keeps the total it was created with: editing the description's
     ``[budget]`` alone changes nothing (a ``UserWarning`` says so).

@@ -143,8 +143,17 @@ fn note(text: &str) {
 }
 
 fn budget_line(state: &BudgetState) -> String {
+    let past = match state.concentrated {
+        Some(c) if state.past_plain_sums() => {
+            format!(
+                "; past plain sums, the concentrated accountant has spent {}",
+                c.text()
+            )
+        }
+        _ => String::new(),
+    };
     format!(
-        "remaining ε = {} of {}, δ = {} of {} ({} {} charged)",
+        "remaining ε = {} of {}, δ = {} of {} ({} {} charged{past})",
         shown_epsilon(state.remaining_epsilon()),
         shown_epsilon(state.total_epsilon),
         small(state.remaining_delta()),
@@ -200,7 +209,12 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         settings.epsilon = epsilon;
     }
     if args.explain {
-        return write_stdout(&engine.explain(&args.sql, &settings)?);
+        let (explanation, cost) = engine.explain_with_cost(&args.sql, &settings)?;
+        let more = ledger.how_many_more(cost)?;
+        return write_stdout(&format!(
+            "{explanation}The budget can pay for {more} more {} like this one.\n",
+            if more == 1 { "query" } else { "queries" }
+        ));
     }
     let mut rng = SecureRng::from_os()?;
     let answer = engine.answer(&args.sql, &settings, &ledger, &mut rng)?;
@@ -238,6 +252,12 @@ fn answer_text(
             let mut json = serde_json::to_value(answer).context("cannot encode the answer")?;
             json["remaining_epsilon"] = serde_json::json!(shown_epsilon(state.remaining_epsilon()));
             json["remaining_delta"] = serde_json::json!(state.remaining_delta());
+            if let Some(c) = state.concentrated {
+                json["concentrated"] = serde_json::json!({
+                    "spent_rho": c.spent_rho, "total_rho": c.total_rho,
+                    "spent_epsilon": c.spent_epsilon, "delta": c.delta,
+                });
+            }
             crate::json_text(&json)
         }
     })
@@ -248,8 +268,17 @@ pub fn budget(args: &BudgetArgs) -> Result<()> {
     let description = Description::load(&args.ledger.description)?;
     let ledger = open_ledger(&args.ledger, &description, args.grant)?;
     let state = ledger.state()?;
+    let concentrated = match state.concentrated {
+        Some(c) => format!(
+            "{} / {}: by the concentrated accountant (zCDP, half of δ): {}\n",
+            description.table,
+            args.ledger.analyst,
+            c.text()
+        ),
+        None => String::new(),
+    };
     write_stdout(&format!(
-        "{} / {}: spent ε = {}, δ = {}; {}\n",
+        "{} / {}: spent ε = {}, δ = {}; {}\n{concentrated}",
         description.table,
         args.ledger.analyst,
         shown_epsilon(state.spent_epsilon),

@@ -224,7 +224,10 @@ fn concentrated_accounting_never_comes_out_below_the_true_loss_and_matches_dp_ac
             // ρ = Δ²/(2σ²) per release.
             let ours = epsilon_of(k / (2.0 * parameter * parameter), delta).unwrap();
             let exact = exact_gaussian_epsilon(k.sqrt() / parameter, delta);
-            assert!(ours >= exact, "{mechanism} {parameter} ×{k}: {ours} < exact {exact}");
+            assert!(
+                ours >= exact,
+                "{mechanism} {parameter} ×{k}: {ours} < exact {exact}"
+            );
             // The same conversion as dp-accounting's RDP, searched over
             // every order rather than its list of orders: at least as tight,
             // and within 2% of it (its list is sparse at large orders).
@@ -238,7 +241,10 @@ fn concentrated_accounting_never_comes_out_below_the_true_loss_and_matches_dp_ac
             let epsilon = 1.0 / parameter;
             epsilon_of(k * epsilon * epsilon / 2.0, delta).unwrap()
         };
-        assert!(ours >= pld, "{mechanism} {parameter} ×{k}: {ours} below PLD's {pld}");
+        assert!(
+            ours >= pld,
+            "{mechanism} {parameter} ×{k}: {ours} below PLD's {pld}"
+        );
     }
 }
 
@@ -249,7 +255,11 @@ fn the_filter_admits_a_hundred_gaussian_counts_of_the_issues_error_and_stops_an_
     let rho = filter.concentrated_rho().unwrap();
     // 100 equal Gaussian counts: E|X| = σ√(2/π) with σ = √(100/(2ρ)).
     let error = |k: f64| (k / (2.0 * rho)).sqrt() * (2.0 / std::f64::consts::PI).sqrt();
-    assert!(error(100.0) < 45.0 && error(1000.0) < 140.0, "{}", error(100.0));
+    assert!(
+        error(100.0) < 45.0 && error(1000.0) < 140.0,
+        "{}",
+        error(100.0)
+    );
     // An analyst who picks each σ from the last answer (here: halves it
     // whenever the answer was large) never spends past ρ: each charge is
     // admitted only while the total stays within it.
@@ -267,8 +277,15 @@ fn the_filter_admits_a_hundred_gaussian_counts_of_the_issues_error_and_stops_an_
         let answer: f64 = dpkit_core::sampling::DiscreteGaussianSampler::new(sigma)
             .unwrap()
             .sample(&mut rng) as f64;
-        sigma = if answer.abs() > sigma { sigma / 2.0 } else { sigma * 1.01 };
+        sigma = if answer.abs() > sigma {
+            sigma / 2.0
+        } else {
+            sigma * 1.01
+        };
     }
     let total = spent.unwrap().rho();
-    assert!(admitted > 10 && total <= rho, "{admitted} charges, ρ {total} of {rho}");
+    assert!(
+        admitted > 10 && total <= rho,
+        "{admitted} charges, ρ {total} of {rho}"
+    );
 }

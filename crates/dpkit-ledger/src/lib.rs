@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dpkit_core::accounting::PrivacyLoss;
+use dpkit_core::accounting::{ConcentratedLoss, Cost, Filter, PrivacyLoss};
 use rusqlite::{Connection, OptionalExtension, params};
 
 pub use error::{LedgerError, Result};
@@ -28,15 +28,21 @@ pub const MAX_EPSILON: f64 = 1000.0;
 
 /// ε is stored in integer units of 10⁻¹⁵, so sums of decimal costs are exact.
 const UNITS_PER_EPSILON: f64 = 1e15;
-/// δ sums may round; this much slack keeps a spend of exactly the rest possible.
-const DELTA_SLACK: f64 = 1e-18;
+/// δ sums may round: a spend of exactly the rest is allowed this much
+/// above it, relative to the total (none at all for a total of 0).
+const DELTA_SLACK: f64 = 1e-12;
 
 /// `epsilon` in ledger units, if it is finite, > 0 and at most [`MAX_EPSILON`];
-/// `what` names it in the refusal.
+/// `what` names it in the refusal. A charge is rounded to the nearest unit,
+/// so that decimal costs add up as typed, but never below what dpkit's
+/// mechanisms realise (at most ε·(1 − 10⁻⁶) of their declared ε), and so
+/// never to 0: a cost below half a unit would otherwise be free.
 fn to_units(what: &str, epsilon: f64) -> Result<i64> {
     if epsilon.is_finite() && epsilon > 0.0 && epsilon <= MAX_EPSILON {
-        // At most 1e18: the cast is exact and cannot saturate.
-        return Ok((epsilon * UNITS_PER_EPSILON).round() as i64);
+        // At most 1e18: the casts are exact and cannot saturate.
+        let nearest = (epsilon * UNITS_PER_EPSILON).round() as i64;
+        let realised = (epsilon * (1.0 - 1e-6) * UNITS_PER_EPSILON).ceil() as i64;
+        return Ok(nearest.max(realised).max(1));
     }
     Err(LedgerError::Budget(format!(
         "{what} ε must be finite, > 0 and at most {MAX_EPSILON}, got {epsilon}"
@@ -60,6 +66,56 @@ pub struct BudgetState {
     pub spent_delta: f64,
     /// Queries charged and not refunded.
     pub queries: u64,
+    /// What the concentrated accountant has spent, if it keeps this budget
+    /// and no charge without a concentrated form has closed it.
+    pub concentrated: Option<Concentrated>,
+}
+
+/// The concentrated accountant's side of a budget (see
+/// `dpkit_core::accounting::Filter`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Concentrated {
+    /// ρ spent by charges not refunded.
+    pub spent_rho: f64,
+    /// ρ it allows in all.
+    pub total_rho: f64,
+    /// The ε its spending converts to, at the δ it keeps.
+    pub spent_epsilon: f64,
+    /// The δ it keeps: half the budget's.
+    pub delta: f64,
+}
+
+impl Concentrated {
+    /// What it has spent, for people: ρ, and the ε that is at its δ.
+    ///
+    /// ```
+    /// use dpkit_ledger::Concentrated;
+    /// let c = Concentrated { spent_rho: 0.005, total_rho: 0.02285, spent_epsilon: 0.43219, delta: 5e-7 };
+    /// assert_eq!(c.text(), "ρ = 0.005 of 0.02285 (ε = 0.4322 at δ = 5e-7)");
+    /// ```
+    pub fn text(&self) -> String {
+        format!(
+            "ρ = {} of {} (ε = {} at δ = {})",
+            significant(self.spent_rho),
+            significant(self.total_rho),
+            significant(self.spent_epsilon),
+            shown_delta(self.delta)
+        )
+    }
+}
+
+/// `value` to 4 significant digits: plainly from 10⁻⁴ to 10⁶, in exponent
+/// notation beyond, and 0 below 10⁻⁹ (the conversion's own rounding).
+fn significant(value: f64) -> String {
+    if value.abs() < 1e-9 {
+        return "0".into();
+    }
+    if !(1e-4..1e6).contains(&value.abs()) {
+        return format!("{value:.3e}");
+    }
+    let digits = 3 - value.abs().log10().floor() as i32;
+    let scale = 10f64.powi(digits.max(0));
+    format!("{}", (value * scale).round() / scale)
 }
 
 /// ε as shown to people: rounded to 12 decimals, so that sums of exact
@@ -95,6 +151,15 @@ impl BudgetState {
     /// δ left.
     pub fn remaining_delta(&self) -> f64 {
         (self.total_delta - self.spent_delta).max(0.0)
+    }
+
+    /// Whether plain sums of (ε, δ) have passed their share of the budget
+    /// (all of ε, half of δ), so that the concentrated accountant pays for
+    /// the queries now: what to tell people beside the plain sums.
+    pub fn past_plain_sums(&self) -> bool {
+        self.concentrated.is_some()
+            && (self.spent_epsilon > self.total_epsilon
+                || self.spent_delta > self.total_delta / 2.0)
     }
 
     /// Whether the total granted is (`total_epsilon`, `total_delta`), with ε
@@ -153,7 +218,7 @@ impl BudgetState {
 ///
 /// ```
 /// use dpkit_ledger::Ledger;
-/// use dpkit_core::accounting::PrivacyLoss;
+/// use dpkit_core::accounting::{ConcentratedLoss, Cost, Filter, PrivacyLoss};
 /// let path = std::env::temp_dir().join(format!("doc-ledger-{}.sqlite", std::process::id()));
 /// let _ = std::fs::remove_file(&path);
 /// let ledger = Ledger::open(&path, 1.0, 1e-6).unwrap();
@@ -240,7 +305,8 @@ impl Ledger {
         ledger
             .connection
             .execute(
-                "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta) VALUES ('', ?1, ?2)",
+                "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, accounting)
+                 VALUES ('', ?1, ?2, 'combined')",
                 params![total_units, total_delta],
             )
             .map_err(|e| ledger.error(e))?;
@@ -304,7 +370,8 @@ impl Ledger {
         let total_units = check_totals(total_epsilon, total_delta)?;
         self.connection
             .execute(
-                "INSERT INTO accounts (account, epsilon_units, delta) VALUES (?1, ?2, ?3)
+                "INSERT INTO accounts (account, epsilon_units, delta, accounting)
+                 VALUES (?1, ?2, ?3, 'combined')
                  ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
                 params![self.account, total_units, total_delta],
             )
@@ -389,11 +456,15 @@ impl Ledger {
         outcome
     }
 
-    /// Commits `cost` to disk if it fits the remaining budget, else refuses
-    /// with [`LedgerError::Budget`] and records nothing. A cost whose ε is
-    /// above [`MAX_EPSILON`] is refused before the ledger is read.
-    pub fn charge(&self, cost: PrivacyLoss, query: &str) -> Result<Charge> {
-        let units = to_units("the query's", cost.epsilon())?;
+    /// Commits `cost` to disk if the budget's filter admits it, else
+    /// refuses with [`LedgerError::Budget`] and records nothing. A cost
+    /// whose ε is above [`MAX_EPSILON`] is refused before the ledger is read.
+    /// The filter (`dpkit_core::accounting::Filter`) admits it while plain
+    /// sums of (ε, δ) or, for accounts that keep one, the concentrated
+    /// accountant would still keep the budget; both record every charge.
+    pub fn charge(&self, cost: impl Into<Cost>, query: &str) -> Result<Charge> {
+        let cost = cost.into();
+        let units = to_units("the query's", cost.loss.epsilon())?;
         self.locked(|connection| self.charge_in(connection, units, cost, query))
     }
 
@@ -401,28 +472,73 @@ impl Ledger {
         &self,
         connection: &Connection,
         units: i64,
-        cost: PrivacyLoss,
+        cost: Cost,
         query: &str,
     ) -> Result<Charge> {
         let totals = read_totals(connection, &self.account).map_err(|e| self.error(e))?;
         check_fits(&totals, units, cost)?;
+        let form = cost.concentrated;
         connection
             .execute(
-                "INSERT INTO spends (account, query, epsilon_units, delta, status)
-                 VALUES (?1, ?2, ?3, ?4, 'charged')",
-                params![self.account, query, units, cost.delta()],
+                "INSERT INTO spends (account, query, epsilon_units, delta, status, rho, spread, tail)
+                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7)",
+                params![
+                    self.account,
+                    query,
+                    units,
+                    cost.loss.delta(),
+                    form.map(|f| f.rho()),
+                    form.map(|f| f.spread()),
+                    form.map(|f| f.tail())
+                ],
             )
             .map_err(|e| self.error(e))?;
         let charge = Charge(connection.last_insert_rowid());
-        // check_fits bounds the sum by the total, so it cannot overflow.
+        // check_fits bounds the ε sum by the total, so it cannot overflow.
+        let form = form.unwrap_or_default();
         connection
             .execute(
                 "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
-                     queries = queries + 1 WHERE account = ?1",
-                params![self.account, units, cost.delta()],
+                     queries = queries + 1, spent_rho = spent_rho + ?4,
+                     spent_spread = spent_spread + ?5, spent_tail = spent_tail + ?6,
+                     formless = formless + ?7, concentrated_terms = concentrated_terms + 1
+                 WHERE account = ?1",
+                params![
+                    self.account,
+                    units,
+                    cost.loss.delta(),
+                    form.rho(),
+                    form.spread(),
+                    form.tail(),
+                    i64::from(cost.concentrated.is_none())
+                ],
             )
             .map_err(|e| self.error(e))?;
         Ok(charge)
+    }
+
+    /// How many more charges of `cost` the budget admits now: as many as
+    /// plain sums or the concentrated accountant would admit, whichever
+    /// admits more (each counts every charge). Spends nothing.
+    pub fn how_many_more(&self, cost: impl Into<Cost>) -> Result<u64> {
+        let cost = cost.into();
+        // A cost no ledger counts fits no budget; the charge says why.
+        let Ok(units) = to_units("the query's", cost.loss.epsilon()) else {
+            return Ok(0);
+        };
+        let totals = read_totals(&self.connection, &self.account).map_err(|e| self.error(e))?;
+        let Some(filter) = totals.filter() else {
+            return Ok(0);
+        };
+        let left = totals.total_units.saturating_sub(totals.spent_units).max(0);
+        let by_epsilon = (left / units) as u64;
+        let delta_left = filter.sums_delta() * (1.0 + DELTA_SLACK) - totals.spent_delta;
+        let by_delta = match cost.loss.delta() {
+            0.0 => u64::MAX,
+            delta => (delta_left / delta).max(0.0).floor() as u64,
+        };
+        let concentrated = filter.concentrated_room(totals.concentrated, cost.concentrated);
+        Ok(by_epsilon.min(by_delta).max(concentrated))
     }
 
     /// Gives back a charge whose query failed before releasing anything,
@@ -451,21 +567,53 @@ struct Totals {
     spent_units: i64,
     spent_delta: f64,
     queries: i64,
+    /// Whether the concentrated accountant keeps this account too.
+    combined: bool,
+    /// Its sums, or `None` once a charge without a concentrated form closed it.
+    concentrated: Option<ConcentratedLoss>,
+}
+
+impl Totals {
+    /// The filter that admits this account's charges, or `None` for an
+    /// account with nothing granted (every charge is refused).
+    fn filter(&self) -> Option<Filter> {
+        let total =
+            PrivacyLoss::approximate(from_units(self.total_units), self.total_delta).ok()?;
+        // A total the concentrated accountant cannot keep (an ε so small
+        // that no ρ fits, say) is kept by the sums alone.
+        match self.combined {
+            true => Some(Filter::new(total).unwrap_or(Filter::sums_only(total))),
+            false => Some(Filter::sums_only(total)),
+        }
+    }
 }
 
 fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Totals> {
     let totals = connection
         .query_row(
-            "SELECT epsilon_units, delta, spent_units, spent_delta, queries
+            "SELECT epsilon_units, delta, spent_units, spent_delta, queries,
+                 accounting = 'combined', spent_rho, spent_spread, spent_tail, formless,
+                 concentrated_terms
              FROM accounts WHERE account = ?1",
             [account],
             |row| {
+                let formless: i64 = row.get(9)?;
+                let terms: i64 = row.get(10)?;
+                let parts: (f64, f64, f64) = (row.get(6)?, row.get(7)?, row.get(8)?);
+                // Sums in doubles, bounded for their rounding; a damaged
+                // value closes the accountant (plain sums still count).
+                let concentrated = (formless == 0)
+                    .then(|| ConcentratedLoss::from_parts(parts.0, parts.1, parts.2).ok())
+                    .flatten()
+                    .map(|sum| sum.at_most(u64::try_from(terms).unwrap_or(u64::MAX)));
                 Ok(Totals {
                     total_units: row.get(0)?,
                     total_delta: row.get(1)?,
                     spent_units: row.get(2)?,
                     spent_delta: row.get(3)?,
                     queries: row.get(4)?,
+                    combined: row.get(5)?,
+                    concentrated,
                 })
             },
         )
@@ -476,23 +624,50 @@ fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Total
         spent_units: 0,
         spent_delta: 0.0,
         queries: 0,
+        combined: false,
+        concentrated: None,
     }))
 }
 
 fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<BudgetState> {
     let totals = read_totals(connection, account)?;
+    let filter = totals.filter();
+    let concentrated = filter.and_then(|filter| {
+        let spent = totals.concentrated?;
+        Some(Concentrated {
+            spent_rho: spent.rho(),
+            total_rho: filter.concentrated_rho()?,
+            spent_epsilon: filter.concentrated_epsilon(Some(spent))?,
+            delta: filter.total().delta() / 2.0,
+        })
+    });
     Ok(BudgetState {
         total_epsilon: from_units(totals.total_units),
         total_delta: totals.total_delta,
         spent_epsilon: from_units(totals.spent_units),
         spent_delta: totals.spent_delta,
         queries: u64::try_from(totals.queries).unwrap_or(0),
+        concentrated,
     })
 }
 
-/// Refuses `cost` (`units` of ε) unless it fits what `totals` leave, with
-/// checked arithmetic: sums a ledger cannot hold are refused, not wrapped.
-fn check_fits(totals: &Totals, units: i64, cost: PrivacyLoss) -> Result<()> {
+/// Refuses `cost` (`units` of ε) unless the account's filter admits it:
+/// plain sums (with checked arithmetic: sums a ledger cannot hold are
+/// refused, not wrapped) or, for accounts that keep one, the concentrated
+/// accountant. The refusal names the plain sums, which every account keeps.
+fn check_fits(totals: &Totals, units: i64, cost: Cost) -> Result<()> {
+    let Some(filter) = totals.filter() else {
+        return Err(LedgerError::Budget("no budget has been granted".into()));
+    };
+    let sums = sums_fit(totals, units, cost.loss, filter.sums_delta());
+    if sums.is_ok() || filter.concentrated_fits(totals.concentrated, cost.concentrated) {
+        return Ok(());
+    }
+    sums
+}
+
+/// Whether plain sums keep (ε, `total_delta`) after `cost`.
+fn sums_fit(totals: &Totals, units: i64, cost: PrivacyLoss, total_delta: f64) -> Result<()> {
     let remaining = totals.total_units.checked_sub(totals.spent_units);
     let fits = remaining.is_some_and(|remaining| units <= remaining);
     if !fits {
@@ -503,13 +678,19 @@ fn check_fits(totals: &Totals, units: i64, cost: PrivacyLoss) -> Result<()> {
             from_units(totals.total_units)
         )));
     }
-    let remaining_delta = (totals.total_delta - totals.spent_delta).max(0.0);
-    if totals.spent_delta + cost.delta() > totals.total_delta + DELTA_SLACK {
+    let remaining_delta = (total_delta - totals.spent_delta).max(0.0);
+    if totals.spent_delta + cost.delta() > total_delta * (1.0 + DELTA_SLACK) {
+        let half = if total_delta < totals.total_delta {
+            " (half the budget's δ: the other half backs the concentrated accountant, \
+             which cannot pay for this query either)"
+        } else {
+            ""
+        };
         return Err(LedgerError::Budget(format!(
-            "the query costs δ = {:e} but only δ = {:e} of {:e} remains",
+            "the query costs δ = {:e} but only δ = {:e} of {:e} remains{half}",
             cost.delta(),
             remaining_delta,
-            totals.total_delta
+            total_delta
         )));
     }
     Ok(())
@@ -747,23 +928,16 @@ mod tests {
         let path = temporary("no-sums");
         Connection::open(&path)
             .unwrap()
-            .execute_batch(
+            .execute_batch(&format!(
                 "CREATE TABLE accounts (account TEXT PRIMARY KEY, epsilon_units INTEGER NOT NULL,
                      delta REAL NOT NULL);
-                 CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT,
-                     at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-                     query TEXT NOT NULL, epsilon_units INTEGER NOT NULL, delta REAL NOT NULL,
-                     status TEXT NOT NULL CHECK (status IN ('charged', 'refunded')),
-                     account TEXT NOT NULL DEFAULT '');
-                 CREATE TABLE replays (account TEXT NOT NULL, request TEXT NOT NULL,
-                     spend INTEGER NOT NULL REFERENCES spends (id), answer TEXT,
-                     PRIMARY KEY (account, request));
+                 {OLD_SPENDS_AND_REPLAYS}
                  INSERT INTO accounts VALUES ('a', 5000000000000000, 0.0), ('b', 5000000000000000, 0.0);
                  INSERT INTO spends (query, epsilon_units, delta, status, account) VALUES
                      ('q', 2000000000000000, 0.0, 'charged', 'a'),
                      ('q', 1000000000000000, 0.0, 'refunded', 'a'),
                      ('q', 4000000000000000, 0.0, 'charged', 'b');",
-            )
+            ))
             .unwrap();
         let a = Ledger::open_account(&path, "a").unwrap().state().unwrap();
         let b = Ledger::open_account(&path, "b").unwrap().state().unwrap();
@@ -776,5 +950,88 @@ mod tests {
                 .is_err()
         );
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// The spends and replays of the ledgers made before charges had a
+    /// concentrated form.
+    const OLD_SPENDS_AND_REPLAYS: &str =
+        "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT,
+                     at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+                     query TEXT NOT NULL, epsilon_units INTEGER NOT NULL, delta REAL NOT NULL,
+                     status TEXT NOT NULL CHECK (status IN ('charged', 'refunded')),
+                     account TEXT NOT NULL DEFAULT '');
+                 CREATE TABLE replays (account TEXT NOT NULL, request TEXT NOT NULL,
+                     spend INTEGER NOT NULL REFERENCES spends (id), answer TEXT,
+                     PRIMARY KEY (account, request));";
+
+    /// A ledger made before the concentrated accountant: accounts, spends
+    /// and replays as they were, with one account of (5, 1e-6).
+    fn older_ledger(name: &str) -> PathBuf {
+        let path = temporary(name);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!(
+                "CREATE TABLE accounts (account TEXT PRIMARY KEY, epsilon_units INTEGER NOT NULL,
+                     delta REAL NOT NULL, spent_units INTEGER NOT NULL DEFAULT 0,
+                     spent_delta REAL NOT NULL DEFAULT 0.0, queries INTEGER NOT NULL DEFAULT 0);
+                 {OLD_SPENDS_AND_REPLAYS}
+                 CREATE INDEX replays_by_spend ON replays (spend);
+                 INSERT INTO accounts (account, epsilon_units, delta) VALUES ('a', 5000000000000000, 1e-6);",
+            ))
+            .unwrap();
+        path
+    }
+
+    #[test]
+    fn older_accounts_keep_plain_sums_over_the_whole_delta_and_new_ones_split_it() {
+        let path = older_ledger("older-sums");
+        let older = Ledger::open_account(&path, "a").unwrap();
+        let whole = PrivacyLoss::approximate(0.5, 1e-6).unwrap();
+        assert!(older.state().unwrap().concentrated.is_none());
+        older.charge(whole, "all of δ, as before").unwrap();
+        Ledger::grant(&path, "b", 5.0, 1e-6).unwrap();
+        let newer = Ledger::open_account(&path, "b").unwrap();
+        // Half of δ backs the concentrated accountant, which a cost with no
+        // concentrated form cannot use.
+        let refusal = newer.charge(whole, "all of δ").unwrap_err().to_string();
+        assert!(refusal.contains("half the budget's δ"), "{refusal}");
+        let half = PrivacyLoss::approximate(0.5, 5e-7).unwrap();
+        newer.charge(half, "half of δ").unwrap();
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn the_concentrated_accountant_admits_many_gaussian_counts_where_plain_sums_stop() {
+        use dpkit_core::mechanism::DiscreteGaussian;
+        let path = temporary("concentrated");
+        let ledger = Ledger::open(&path, 1.0, 1e-6).unwrap();
+        // Gaussian counts at (0.05, 1e-8): plain sums pay for 20 of them.
+        let count = DiscreteGaussian::new(0.05, 1e-8, 1).unwrap();
+        let cost = Cost {
+            loss: PrivacyLoss::approximate(0.05, 1e-8).unwrap(),
+            concentrated: Some(count.concentrated(1).unwrap()),
+        };
+        let mut admitted = 0;
+        while ledger.charge(cost, "count").is_ok() {
+            admitted += 1;
+        }
+        let state = ledger.state().unwrap();
+        let concentrated = state.concentrated.unwrap();
+        assert!(admitted > 100, "{admitted} admitted");
+        assert!(concentrated.spent_rho <= concentrated.total_rho);
+        assert!(concentrated.spent_epsilon <= 1.0 && concentrated.spent_epsilon > 0.9);
+        assert_eq!(state.queries, admitted);
+        // One charge without a concentrated form closes that accountant: the
+        // plain sums, long past ε, refuse the rest.
+        let path2 = temporary("closed");
+        let closed = Ledger::open(&path2, 1.0, 1e-6).unwrap();
+        closed.charge(pure(0.01), "no form").unwrap();
+        let admitted_after = (0..200)
+            .take_while(|_| closed.charge(cost, "count").is_ok())
+            .count();
+        assert_eq!(admitted_after, 19);
+        for p in [path, path2] {
+            std::fs::remove_file(&p).unwrap();
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! Requests are compared whole (the caller's canonical text), never by a
 //! hash that could collide.
 
-use dpkit_core::accounting::PrivacyLoss;
+use dpkit_core::accounting::Cost;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Charge, Ledger, Once, to_units};
@@ -37,8 +37,9 @@ impl Ledger {
     ///
     /// A charge whose recorded cost differs from `cost` (the description
     /// changed since) is not reused: the request is charged anew.
-    pub fn charge_once(&self, cost: PrivacyLoss, query: &str, request: &str) -> Result<Once> {
-        let units = to_units("the query's", cost.epsilon())?;
+    pub fn charge_once(&self, cost: impl Into<Cost>, query: &str, request: &str) -> Result<Once> {
+        let cost = cost.into();
+        let units = to_units("the query's", cost.loss.epsilon())?;
         self.locked(|connection| {
             let earlier: Option<(i64, Option<String>, i64, f64)> = connection
                 .query_row(
@@ -53,7 +54,7 @@ impl Ledger {
             match earlier {
                 Some((_, Some(answer), _, _)) => return Ok(Once::Answered(answer)),
                 Some((spend, None, spent_units, spent_delta))
-                    if spent_units == units && spent_delta == cost.delta() =>
+                    if spent_units == units && spent_delta == cost.loss.delta() =>
                 {
                     return Ok(Once::Unanswered(Charge(spend)));
                 }

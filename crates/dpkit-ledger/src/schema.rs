@@ -14,13 +14,30 @@ pub(super) const PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 /// An account keeps its running sums of the charges not refunded, updated
 /// in the transaction of each charge and refund, so a charge costs the same
 /// whatever the history.
+///
+/// An account's `accounting` says which accountants keep it (see
+/// `dpkit_core::accounting::Filter`): `combined` (plain sums and the
+/// concentrated accountant) for accounts made since the concentrated one
+/// exists, `sums` for older ones, whose charges were admitted by plain
+/// sums over the whole δ. A charge's concentrated loss is `rho`, `spread`
+/// and `tail` (NULL when it has none); an account sums them in doubles
+/// (`concentrated_terms` of them, for the rounding's bound), and counts
+/// its charges without one (`formless`), any of which closes the
+/// concentrated accountant. A refund gives back ε and δ but none of these:
+/// the concentrated accountant keeps counting what it once admitted.
 const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          account TEXT PRIMARY KEY,
          epsilon_units INTEGER NOT NULL,
          delta REAL NOT NULL,
          spent_units INTEGER NOT NULL DEFAULT 0,
          spent_delta REAL NOT NULL DEFAULT 0.0,
-         queries INTEGER NOT NULL DEFAULT 0);
+         queries INTEGER NOT NULL DEFAULT 0,
+         accounting TEXT NOT NULL DEFAULT 'sums' CHECK (accounting IN ('sums', 'combined')),
+         spent_rho REAL NOT NULL DEFAULT 0.0,
+         spent_spread REAL NOT NULL DEFAULT 0.0,
+         spent_tail REAL NOT NULL DEFAULT 0.0,
+         formless INTEGER NOT NULL DEFAULT 0,
+         concentrated_terms INTEGER NOT NULL DEFAULT 0);
      CREATE TABLE IF NOT EXISTS spends (
          id INTEGER PRIMARY KEY AUTOINCREMENT,
          at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
@@ -28,7 +45,10 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          epsilon_units INTEGER NOT NULL,
          delta REAL NOT NULL,
          status TEXT NOT NULL CHECK (status IN ('charged', 'refunded')),
-         account TEXT NOT NULL DEFAULT '');
+         account TEXT NOT NULL DEFAULT '',
+         rho REAL,
+         spread REAL,
+         tail REAL);
      CREATE TABLE IF NOT EXISTS replays (
          account TEXT NOT NULL,
          request TEXT NOT NULL,
@@ -47,6 +67,7 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     if has_index(connection, "replays_by_spend")?
         && !has_table(connection, "budget")?
         && has_column(connection, "accounts", "spent_units")?
+        && has_column(connection, "accounts", "accounting")?
     {
         return Ok(());
     }
@@ -56,6 +77,10 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
         has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "account")?;
     let no_sums = has_table(&transaction, "accounts")?
         && !has_column(&transaction, "accounts", "spent_units")?;
+    let no_forms = has_table(&transaction, "accounts")?
+        && !has_column(&transaction, "accounts", "accounting")?;
+    let no_spend_forms =
+        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "rho")?;
     transaction.execute_batch(TABLES)?;
     if old_spends {
         transaction
@@ -68,6 +93,26 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
              ALTER TABLE accounts ADD COLUMN queries INTEGER NOT NULL DEFAULT 0;",
         )?;
     }
+    if no_forms {
+        // Accounts older than the concentrated accountant keep plain sums
+        // (the column's default): their charges so far were admitted so.
+        transaction.execute_batch(
+            "ALTER TABLE accounts ADD COLUMN accounting TEXT NOT NULL DEFAULT 'sums'
+                 CHECK (accounting IN ('sums', 'combined'));
+             ALTER TABLE accounts ADD COLUMN spent_rho REAL NOT NULL DEFAULT 0.0;
+             ALTER TABLE accounts ADD COLUMN spent_spread REAL NOT NULL DEFAULT 0.0;
+             ALTER TABLE accounts ADD COLUMN spent_tail REAL NOT NULL DEFAULT 0.0;
+             ALTER TABLE accounts ADD COLUMN formless INTEGER NOT NULL DEFAULT 0;
+             ALTER TABLE accounts ADD COLUMN concentrated_terms INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
+    if no_spend_forms {
+        transaction.execute_batch(
+            "ALTER TABLE spends ADD COLUMN rho REAL;
+             ALTER TABLE spends ADD COLUMN spread REAL;
+             ALTER TABLE spends ADD COLUMN tail REAL;",
+        )?;
+    }
     if first_layout {
         transaction.execute_batch(
             "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta)
@@ -75,7 +120,7 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
              DROP TABLE budget;",
         )?;
     }
-    if first_layout || no_sums {
+    if first_layout || no_sums || no_forms {
         transaction.execute_batch(SUMS)?;
     }
     transaction.execute_batch(INDEXES)?;
@@ -89,7 +134,17 @@ const SUMS: &str = "UPDATE accounts SET
      spent_delta = (SELECT COALESCE(SUM(delta), 0.0) FROM spends s
                     WHERE s.account = accounts.account AND s.status = 'charged'),
      queries = (SELECT COUNT(*) FROM spends s
-                WHERE s.account = accounts.account AND s.status = 'charged');";
+                WHERE s.account = accounts.account AND s.status = 'charged'),
+     spent_rho = (SELECT COALESCE(SUM(rho), 0.0) FROM spends s
+                  WHERE s.account = accounts.account AND s.status = 'charged'),
+     spent_spread = (SELECT COALESCE(SUM(spread), 0.0) FROM spends s
+                     WHERE s.account = accounts.account AND s.status = 'charged'),
+     spent_tail = (SELECT COALESCE(SUM(tail), 0.0) FROM spends s
+                   WHERE s.account = accounts.account AND s.status = 'charged'),
+     formless = (SELECT COUNT(*) FROM spends s
+                 WHERE s.account = accounts.account AND s.status = 'charged' AND s.rho IS NULL),
+     concentrated_terms = (SELECT COUNT(*) FROM spends s
+                           WHERE s.account = accounts.account AND s.status = 'charged');";
 
 fn has_table(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
     connection.query_row(

@@ -492,7 +492,7 @@ impl QueryEngine {
     ) -> Result<ReleasedTable> {
         let query = self.plan(sql)?;
         let noise = plan_noise(&query.measured, settings)?;
-        let charge = ledger.charge(noise.cost, sql)?;
+        let charge = ledger.charge(noise.charge(), sql)?;
         self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng)
     }
 
@@ -537,7 +537,7 @@ impl QueryEngine {
         }
         let query = self.plan(sql)?;
         let noise = plan_noise(&query.measured, settings)?;
-        let charge = match ledger.charge_once(noise.cost, sql, request)? {
+        let charge = match ledger.charge_once(noise.charge(), sql, request)? {
             Once::Answered(kept) => return replayed(&kept),
             Once::Charged(charge) | Once::Unanswered(charge) => charge,
         };
@@ -581,10 +581,10 @@ impl QueryEngine {
         &self,
         sql: &str,
         settings: &ReleaseSettings,
-    ) -> Result<(String, dpkit_core::accounting::PrivacyLoss)> {
+    ) -> Result<(String, dpkit_core::accounting::Cost)> {
         let query = self.plan(sql)?;
         let noise = plan_noise(&query.measured, settings)?;
-        Ok((query.explanation(&noise, settings), noise.cost))
+        Ok((query.explanation(&noise, settings), noise.charge()))
     }
 
     /// The smallest ε at which every aggregate of `sql` has an interval of

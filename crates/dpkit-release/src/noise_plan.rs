@@ -2,7 +2,7 @@
 //! measurement gets and how it is calibrated (by dpkit-core's privacy maps),
 //! and the thresholds and intervals that follow. Nothing here sees the data.
 
-use dpkit_core::accounting::{PrivacyLoss, split};
+use dpkit_core::accounting::{ConcentratedLoss, Cost, PrivacyLoss, split};
 use dpkit_core::mechanism::{AdditiveNoise, MechanismKind, QuantileSelection};
 use dpkit_core::sensitivity::{
     Calibration, Contribution, GroupedSensitivity, LossGrowth, RowValues, Spread, calibrate,
@@ -138,6 +138,20 @@ pub struct NoisePlan {
     pub threshold_delta: f64,
     /// What the query costs.
     pub cost: PrivacyLoss,
+    /// What it costs in concentrated form, for the ledger's concentrated
+    /// accountant: `None` when a release has no such form (the threshold
+    /// that chooses keys costs δ of its own).
+    pub concentrated: Option<ConcentratedLoss>,
+}
+
+impl NoisePlan {
+    /// What the ledger charges: the cost in each form it has.
+    pub fn charge(&self) -> Cost {
+        Cost {
+            loss: self.cost,
+            concentrated: self.concentrated,
+        }
+    }
 }
 
 /// A mechanism's refusal of measurement `m`, named as `--explain` names
@@ -546,11 +560,35 @@ pub fn plan_noise(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<N
         0.0
     };
     Ok(NoisePlan {
+        concentrated: concentrated(query, &noises),
         noises,
         threshold,
         threshold_delta: delta.threshold,
         cost: PrivacyLoss::approximate(epsilon, total_delta)?,
     })
+}
+
+/// The query's loss in concentrated form: its measurements' losses added
+/// up (composition), each for as many values as the query releases per
+/// measurement (one per key). A pure measurement is ε-DP at its share of ε
+/// over all its values, so (share²/2)-zCDP; a Gaussian one is the
+/// Gaussian's ρ for the L2 move it was built for. Keys chosen by a
+/// threshold have no such form.
+fn concentrated(query: &MeasuredQuery, noises: &[PlannedNoise]) -> Option<ConcentratedLoss> {
+    let draws = match &query.keys {
+        KeySelection::Single => 1,
+        KeySelection::Domain(keys) => keys.len() as u64,
+        KeySelection::Threshold => return None,
+    };
+    noises
+        .iter()
+        .try_fold(ConcentratedLoss::default(), |total, planned| {
+            let loss = match &planned.noise {
+                Noise::Additive(noise) => noise.concentrated(planned.epsilon, draws),
+                Noise::Quantile { .. } => ConcentratedLoss::pure(planned.epsilon),
+            };
+            Some(total.and(loss.ok()?))
+        })
 }
 
 fn planned(

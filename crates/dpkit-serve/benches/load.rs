@@ -130,7 +130,7 @@ fn stages(folder: &std::path::Path, kind: &str) {
     let charge = median_ms(200, || {
         i += 1;
         if let Once::Charged(charge) = ledger
-            .charge_once(noise.cost, "q", &format!("{kind} {i}"))
+            .charge_once(noise.charge(), "q", &format!("{kind} {i}"))
             .unwrap()
         {
             charges.push(charge);

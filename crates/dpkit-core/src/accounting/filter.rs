@@ -25,9 +25,9 @@
 //!   and chooses ε₀ and δ₀ so that this is (ε, δ/2). It is the tighter for
 //!   many queries, above all Gaussian ones.
 //!
-//! **Why either may admit.** Let X be the transcripts whose charges all fit
-//! the sums accountant, and Y those whose charges all fit the concentrated
-//! one; every transcript the filter allows is in X or Y (sums only grow, so
+//! **Why either may admit.** Let X be the transcripts in which every
+//! admitted charge fit the sums accountant, and Y those in which every one
+//! fit the concentrated one; every transcript is in X or Y (sums only grow, so
 //! the accountant that admitted the last charge admitted every charge; a
 //! transcript holds each refusal too, and a refusal is a function of the
 //! transcript before it).
@@ -36,7 +36,14 @@
 //! Y with the concentrated accountant alone. So for any set S,
 //! P(S) = P(S ∩ X) + P(S ∩ (Y \ X)) ≤ e^ε·Q(S ∩ X) + δ/2 + e^ε·Q(S ∩ (Y \ X)) + δ/2
 //! = e^ε·Q(S) + δ. Both accountants are fixed when the budget is made,
-//! from the budget alone, never from answers.
+//! from the budget alone, never from answers. (A ledger refunds a charge
+//! only when its query failed before releasing anything, for a reason no
+//! one's data decides: that release never happened.)
+//!
+//! The concentrated sums are kept in doubles: every term is rounded up, a
+//! ledger only ever adds to them (a refunded charge stays counted there),
+//! and a running sum of n terms is taken as at most `(1 + (n + 1)·2⁻⁵²)`
+//! times what it shows ([`ConcentratedLoss::at_most`]).
 //!
 //! A budget with δ = 0 is kept by the sums alone, as is one made with
 //! [`Filter::sums_only`] (the ledgers made before the concentrated
@@ -45,6 +52,7 @@
 use super::PrivacyLoss;
 use super::concentrated::{ConcentratedLoss, epsilon_of, rho_within};
 use crate::error::Result;
+use crate::shared_tables::SharedTables;
 
 /// The share of ε the concentrated accountant keeps for the samplers'
 /// spreads (η = ε·SPREAD_SHARE; twice it is spent, see the module).
@@ -85,9 +93,42 @@ struct Bounds {
     inner_delta: f64,
 }
 
+/// What a release costs, in each form it has: its (ε, δ), and its loss in
+/// concentrated form where it has one.
+///
+/// ```
+/// use dpkit_core::accounting::{Cost, PrivacyLoss};
+/// let cost: Cost = PrivacyLoss::pure(0.5).unwrap().into();
+/// assert_eq!(cost.concentrated, None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    /// (ε, δ): what the sums accountant counts.
+    pub loss: PrivacyLoss,
+    /// What the concentrated accountant counts; `None` closes it.
+    pub concentrated: Option<ConcentratedLoss>,
+}
+
+impl From<PrivacyLoss> for Cost {
+    fn from(loss: PrivacyLoss) -> Self {
+        Self {
+            loss,
+            concentrated: None,
+        }
+    }
+}
+
 impl Filter {
     /// Both accountants for a total of (ε, δ); the sums alone when δ = 0.
+    /// The bounds are a pure function of the total, found once per total
+    /// and shared (a search of a few milliseconds).
     pub fn new(total: PrivacyLoss) -> Result<Self> {
+        static FILTERS: SharedTables<(u64, u64), Filter> = SharedTables::with_capacity(64);
+        let key = (total.epsilon().to_bits(), total.delta().to_bits());
+        Ok(*FILTERS.get_or_build(key, || Self::build(total))?)
+    }
+
+    fn build(total: PrivacyLoss) -> Result<Self> {
         let (epsilon, delta) = (total.epsilon(), total.delta());
         if delta == 0.0 {
             return Ok(Self::sums_only(total));
@@ -104,7 +145,7 @@ impl Filter {
             0.0
         };
         let reserved = if tail > 0.0 { tail * grow } else { 0.0 };
-        let inner_delta = (share - reserved) / spread.exp();
+        let inner_delta = ((share - reserved) / spread.exp()).next_down();
         let rho = rho_within(inner_epsilon, inner_delta)?;
         Ok(Self {
             total,
@@ -169,14 +210,37 @@ impl Filter {
         after.rho() <= bounds.rho && after.spread() <= bounds.spread && after.tail() <= bounds.tail
     }
 
+    /// How many more charges of `cost` the concentrated accountant admits
+    /// after `spent` (0 when it does not keep the budget, is closed, or
+    /// `cost` has no concentrated form), leaving aside the rounding bound
+    /// of the charges to come.
+    pub fn concentrated_room(
+        &self,
+        spent: Option<ConcentratedLoss>,
+        cost: Option<ConcentratedLoss>,
+    ) -> u64 {
+        let (Some(bounds), Some(spent), Some(cost)) = (self.concentrated, spent, cost) else {
+            return 0;
+        };
+        let room = |bound: f64, spent: f64, each: f64| match each {
+            0.0 => f64::INFINITY,
+            each => ((bound - spent) / each).max(0.0).floor(),
+        };
+        let n = room(bounds.rho, spent.rho(), cost.rho())
+            .min(room(bounds.spread, spent.spread(), cost.spread()))
+            .min(room(bounds.tail, spent.tail(), cost.tail()));
+        n.min(u64::MAX as f64) as u64
+    }
+
     /// The ε the concentrated accountant's spending converts to at the
-    /// δ it keeps, as `--explain` and the budget show it (`None` when it
-    /// does not keep this budget, or a charge closed it).
+    /// δ it keeps, as `dpkit budget` and the service show it: the spent ρ
+    /// converted, plus twice the spread spent so far (`None` when it does
+    /// not keep this budget, or a charge closed it).
     pub fn concentrated_epsilon(&self, spent: Option<ConcentratedLoss>) -> Option<f64> {
         let bounds = self.concentrated?;
         let spent = spent?;
         let inner = epsilon_of(spent.rho(), bounds.inner_delta).ok()?;
-        Some(inner + 2.0 * bounds.spread)
+        Some(inner + 2.0 * spent.spread())
     }
 }
 
@@ -191,7 +255,11 @@ mod tests {
             let bounds = filter.concentrated.unwrap();
             let inner_epsilon = epsilon - 2.0 * bounds.spread;
             let grow = 1.0 + (inner_epsilon + bounds.spread).exp();
-            let tails = if bounds.tail > 0.0 { grow * bounds.tail } else { 0.0 };
+            let tails = if bounds.tail > 0.0 {
+                grow * bounds.tail
+            } else {
+                0.0
+            };
             let inner_delta = bounds.inner_delta;
             let converted = epsilon_of(bounds.rho, inner_delta).unwrap() + 2.0 * bounds.spread;
             let delta_used = bounds.spread.exp() * inner_delta + tails;

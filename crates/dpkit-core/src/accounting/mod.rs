@@ -9,9 +9,9 @@ pub mod privacy_loss;
 pub mod split;
 
 pub use budget::PrivacyBudget;
-pub use concentrated::ConcentratedLoss;
-pub use filter::Filter;
 pub use composition::{
     advanced_composition, group_privacy, parallel_composition, sequential_composition,
 };
+pub use concentrated::ConcentratedLoss;
+pub use filter::{Cost, Filter};
 pub use privacy_loss::PrivacyLoss;

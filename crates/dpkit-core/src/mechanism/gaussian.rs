@@ -15,6 +15,7 @@ use crate::accuracy::{NoiseAccuracy, require_alpha, smallest_integer_with_tail_b
 use crate::error::{Error, Result, require_positive};
 use crate::lattice::{GridValue, Lattice};
 use crate::sampling::DiscreteGaussianSampler;
+use crate::sampling::discrete_gaussian::WINDOW_MISS;
 use crate::shared_tables::SharedTables;
 
 /// Grid points per `min(Δ, σ)`: at least 2^10, so that the noise's σ is at
@@ -301,9 +302,17 @@ impl CalibratedDiscreteGaussian {
 
     /// The σ starts at the analytic Gaussian's and grows by 0.01% steps until
     /// the proven discrete δ fits. The realised sampler's relative deviation η
-    /// makes it (ε_in + 2η, e^η·δ_in + 1e-290)-DP; the inner targets leave room.
+    /// makes it (ε_in + 2η, e^η·δ_in + (1 + e^(ε_in+η))·τ)-DP, τ the chance of
+    /// a draw outside its window ([`WINDOW_MISS`]); the inner targets leave
+    /// room, and a δ too small to hold that last term is refused.
     fn calibrate(epsilon: f64, delta: f64, sensitivity: u64) -> Result<Self> {
         let (epsilon, delta) = validate_epsilon_delta(epsilon, delta)?;
+        if (1.0 + epsilon.exp()) * WINDOW_MISS * 2.0 > delta * 1e-6 {
+            return Err(Error::InvalidParameter {
+                name: "delta",
+                reason: format!("{delta:e} is too small for the Gaussian at ε = {epsilon}"),
+            });
+        }
         let inner_delta = delta * (1.0 - 1e-6);
         let mut inner_epsilon = epsilon * (1.0 - CALIBRATION_MARGIN);
         // Not `analytic_gaussian_sigma`: the inner δ may lie just below MIN_DELTA.
@@ -509,7 +518,8 @@ impl DiscreteGaussian {
     /// use dpkit_core::mechanism::DiscreteGaussian;
     /// let counts = DiscreteGaussian::new(0.5, 1e-6, 1).unwrap();
     /// let loss = counts.concentrated(3).unwrap();
-    /// assert_eq!(loss.rho(), 1.0 / (2.0 * counts.sigma() * counts.sigma()));
+    /// let ideal = 1.0 / (2.0 * counts.sigma() * counts.sigma());
+    /// assert!(loss.rho() >= ideal && loss.rho() < ideal * (1.0 + 1e-15));
     /// assert!(loss.spread() < 1e-8 && loss.tail() > 0.0);
     /// ```
     pub fn concentrated(&self, draws: u64) -> Result<ConcentratedLoss> {

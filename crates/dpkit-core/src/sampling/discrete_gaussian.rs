@@ -16,10 +16,14 @@ use crate::shared_tables::SharedTables;
 /// count it in δ.
 const REACH: f64 = 38.0;
 /// A bound on the probability, realised or ideal, that one draw falls
-/// outside `|y| < REACH·σ`: the ideal law puts below `e^(−REACH²/2)` ≈
-/// 1e-313 there, and the realised sampler draws beyond its table with
-/// exact coins from the same law, within its spread of it (the (ε, δ)
-/// calibration of the Gaussian mechanisms counts the same 1e-290 in δ).
+/// outside `|y| < REACH·σ`. The ideal law puts about `e^(−REACH²/2)` ≈
+/// 1e-313 there (twice that over both sides, over a normaliser ≥ 1). The
+/// realised sampler reaches there only through its tail, a proposal
+/// accepted by an exact coin whose probability is `e^(−x)` rounded to a
+/// double: beyond the window that probability is below 1e-313, or
+/// subnormal or 0, so the accepted mass there stays of the ideal's order.
+/// 1e-290 leaves room for both; the (ε, δ) calibration of the Gaussian
+/// mechanisms counts the same bound in δ.
 pub const WINDOW_MISS: f64 = 1e-290;
 /// The body table has at most `2^MAX_TABLE_BITS` cells (512 KiB).
 const MAX_TABLE_BITS: u32 = 16;

@@ -68,13 +68,14 @@ pub async fn explain(
 ) -> Result<Json<ExplainResponse>, ApiError> {
     let dataset = app.granted(&analyst, &request)?;
     let run_app = app.clone();
-    let ((explanation, cost, state), waited) = app
+    let ((explanation, cost, (state, more)), waited) = app
         .run(&analyst.clone(), (), move || {
             let engine = &run_app.datasets[dataset].engine;
             let (explanation, cost) =
                 engine.explain_with_cost(&request.sql, &request.settings())?;
-            let state = run_app.ledger(&analyst, dataset)?.state()?;
-            Ok((explanation, cost, state))
+            let ledger = run_app.ledger(&analyst, dataset)?;
+            let more = ledger.how_many_more(cost)?;
+            Ok((explanation, cost.loss, (ledger.state()?, more)))
         })
         .await?;
     let name = app.datasets[dataset].name();
@@ -84,6 +85,7 @@ pub async fn explain(
         epsilon: cost.epsilon(),
         delta: cost.delta(),
         budget: Budget::of(name, &state),
+        queries_left: more,
         waited_seconds: waited,
     }))
 }

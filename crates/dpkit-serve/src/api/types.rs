@@ -110,6 +110,24 @@ pub struct Budget {
     pub remaining_delta: f64,
     /// Queries charged.
     pub queries: u64,
+    /// The concentrated accountant (zCDP), which keeps half of δ and pays
+    /// for queries past the plain sums of ε and δ above; absent when it
+    /// does not keep this budget (δ = 0) or a query without a concentrated
+    /// form closed it.
+    pub concentrated: Option<ConcentratedBudget>,
+}
+
+/// The concentrated accountant's side of a budget.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConcentratedBudget {
+    /// ρ spent.
+    pub spent_rho: f64,
+    /// ρ granted.
+    pub total_rho: f64,
+    /// The ε the spent ρ is, at `delta`.
+    pub spent_epsilon: f64,
+    /// The δ it keeps.
+    pub delta: f64,
 }
 
 impl Budget {
@@ -124,6 +142,12 @@ impl Budget {
             spent_delta: state.spent_delta,
             remaining_delta: state.remaining_delta(),
             queries: state.queries,
+            concentrated: state.concentrated.map(|c| ConcentratedBudget {
+                spent_rho: c.spent_rho,
+                total_rho: c.total_rho,
+                spent_epsilon: shown_epsilon(c.spent_epsilon),
+                delta: c.delta,
+            }),
         }
     }
 }
@@ -148,6 +172,9 @@ pub struct ExplainResponse {
     pub delta: f64,
     /// The budget now (nothing was spent).
     pub budget: Budget,
+    /// How many more queries of this cost the budget can pay for, by the
+    /// accountant that allows more of them.
+    pub queries_left: u64,
     /// How long the request waited for a free worker, in seconds: 0 when
     /// one was free. Other analysts' runs, and this analyst's own beyond
     /// `runs_per_analyst`, make it wait.

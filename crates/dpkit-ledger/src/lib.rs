@@ -480,8 +480,9 @@ impl Ledger {
         let form = cost.concentrated;
         connection
             .execute(
-                "INSERT INTO spends (account, query, epsilon_units, delta, status, rho, spread, tail)
-                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7)",
+                "INSERT INTO spends
+                     (account, query, epsilon_units, delta, status, rho, spread, tail, layout)
+                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8)",
                 params![
                     self.account,
                     query,
@@ -489,12 +490,13 @@ impl Ledger {
                     cost.loss.delta(),
                     form.map(|f| f.rho()),
                     form.map(|f| f.spread()),
-                    form.map(|f| f.tail())
+                    form.map(|f| f.tail()),
+                    schema::LAYOUT
                 ],
             )
             .map_err(|e| self.error(e))?;
         let charge = Charge(connection.last_insert_rowid());
-        // check_fits bounds the ε sum by the total, so it cannot overflow.
+        // check_fits refuses a charge whose ε sum would overflow.
         let form = form.unwrap_or_default();
         connection
             .execute(
@@ -659,6 +661,13 @@ fn check_fits(totals: &Totals, units: i64, cost: Cost) -> Result<()> {
     let Some(filter) = totals.filter() else {
         return Err(LedgerError::Budget("no budget has been granted".into()));
     };
+    // Past plain sums, the concentrated accountant lets the ε sum grow
+    // beyond the total: one a ledger cannot hold is refused, not wrapped.
+    if totals.spent_units.checked_add(units).is_none() {
+        return Err(LedgerError::Budget(
+            "this budget has paid for as many queries as its ledger can count".into(),
+        ));
+    }
     let sums = sums_fit(totals, units, cost.loss, filter.sums_delta());
     if sums.is_ok() || filter.concentrated_fits(totals.concentrated, cost.concentrated) {
         return Ok(());
@@ -1033,5 +1042,52 @@ mod tests {
         for p in [path, path2] {
             std::fs::remove_file(&p).unwrap();
         }
+    }
+
+    #[test]
+    fn an_older_dpkit_cannot_charge_this_layout_and_a_full_count_is_refused() {
+        let path = temporary("layout");
+        let ledger = Ledger::open(&path, 1000.0, 1e-6).unwrap();
+        // What a dpkit from before the concentrated accountant would write.
+        let older = ledger.connection.execute(
+            "INSERT INTO spends (account, query, epsilon_units, delta, status)
+             VALUES ('', 'q', 1, 0.0, 'charged')",
+            [],
+        );
+        assert!(older.unwrap_err().to_string().contains("newer dpkit"));
+        // A sum of ε the ledger cannot hold is refused in one line.
+        ledger
+            .connection
+            .execute("UPDATE accounts SET spent_units = 9223372036854775000", [])
+            .unwrap();
+        let refusal = ledger.charge(pure(0.1), "q").unwrap_err().to_string();
+        assert!(
+            refusal.contains("as many queries as its ledger can count"),
+            "{refusal}"
+        );
+        assert!(ledger.state().is_ok());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn an_unanswered_charge_pays_again_only_for_no_more_than_it_paid() {
+        use dpkit_core::accounting::ConcentratedLoss;
+        let path = temporary("replay-forms");
+        let ledger = Ledger::open(&path, 10.0, 1e-6).unwrap();
+        let loss = PrivacyLoss::pure(0.5).unwrap();
+        let form = |rho: f64| Some(ConcentratedLoss::from_parts(rho, 0.0, 0.0).unwrap());
+        let charged = |concentrated| Cost { loss, concentrated };
+        let Once::Charged(first) = ledger.charge_once(charged(form(0.2)), "q", "r").unwrap() else {
+            panic!("a new request is charged");
+        };
+        // The same request, unanswered, with a smaller form: the old charge.
+        let again = ledger.charge_once(charged(form(0.1)), "q", "r").unwrap();
+        assert_eq!(again, Once::Unanswered(first));
+        // With a larger form, or none, it is charged anew.
+        for concentrated in [form(0.3), None] {
+            let again = ledger.charge_once(charged(concentrated), "q", "r").unwrap();
+            assert!(matches!(again, Once::Charged(c) if c != first), "{again:?}");
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }

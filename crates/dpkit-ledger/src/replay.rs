@@ -41,22 +41,36 @@ impl Ledger {
         let cost = cost.into();
         let units = to_units("the query's", cost.loss.epsilon())?;
         self.locked(|connection| {
-            let earlier: Option<(i64, Option<String>, i64, f64)> = connection
+            let earlier: Option<Earlier> = connection
                 .query_row(
-                    "SELECT r.spend, r.answer, s.epsilon_units, s.delta
+                    "SELECT r.spend, r.answer, s.epsilon_units, s.delta, s.rho, s.spread, s.tail
                      FROM replays r JOIN spends s ON s.id = r.spend
                      WHERE r.account = ?1 AND r.request = ?2 AND s.status = 'charged'",
                     params![self.account, request],
-                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+                    |row| {
+                        let form: (Option<f64>, Option<f64>, Option<f64>) =
+                            (row.get(4)?, row.get(5)?, row.get(6)?);
+                        Ok(Earlier {
+                            spend: row.get(0)?,
+                            answer: row.get(1)?,
+                            units: row.get(2)?,
+                            delta: row.get(3)?,
+                            form: match form {
+                                (Some(rho), Some(spread), Some(tail)) => Some((rho, spread, tail)),
+                                _ => None,
+                            },
+                        })
+                    },
                 )
                 .optional()
                 .map_err(|e| self.error(e))?;
             match earlier {
-                Some((_, Some(answer), _, _)) => return Ok(Once::Answered(answer)),
-                Some((spend, None, spent_units, spent_delta))
-                    if spent_units == units && spent_delta == cost.loss.delta() =>
-                {
-                    return Ok(Once::Unanswered(Charge(spend)));
+                Some(Earlier {
+                    answer: Some(answer),
+                    ..
+                }) => return Ok(Once::Answered(answer)),
+                Some(earlier) if earlier.answer.is_none() && earlier.pays_for(units, &cost) => {
+                    return Ok(Once::Unanswered(Charge(earlier.spend)));
                 }
                 _ => {}
             }
@@ -98,6 +112,33 @@ impl Ledger {
                 .map_err(|e| self.error(e))
                 .map(Option::flatten)
         })
+    }
+}
+
+/// A request's earlier charge, and its answer if one was kept.
+struct Earlier {
+    spend: i64,
+    answer: Option<String>,
+    units: i64,
+    delta: f64,
+    /// ρ, spread and tail; `None` for a charge without a concentrated form,
+    /// which closed that accountant.
+    form: Option<(f64, f64, f64)>,
+}
+
+impl Earlier {
+    /// Whether the earlier charge paid for `cost` in every form: the same
+    /// ε and δ, and a concentrated loss at least `cost`'s (or none, which
+    /// closed the concentrated accountant and so pays for any).
+    fn pays_for(&self, units: i64, cost: &Cost) -> bool {
+        let form = match (self.form, cost.concentrated) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some((rho, spread, tail)), Some(new)) => {
+                rho >= new.rho() && spread >= new.spread() && tail >= new.tail()
+            }
+        };
+        self.units == units && self.delta == cost.loss.delta() && form
     }
 }
 

@@ -48,7 +48,8 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          account TEXT NOT NULL DEFAULT '',
          rho REAL,
          spread REAL,
-         tail REAL);
+         tail REAL,
+         layout INTEGER);
      CREATE TABLE IF NOT EXISTS replays (
          account TEXT NOT NULL,
          request TEXT NOT NULL,
@@ -57,6 +58,18 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          PRIMARY KEY (account, request));";
 
 const INDEXES: &str = "CREATE INDEX IF NOT EXISTS replays_by_spend ON replays (spend);";
+
+/// This layout's number, which every charge it writes carries.
+pub(super) const LAYOUT: i64 = 2;
+
+/// A dpkit from before the concentrated accountant opens this layout as its
+/// own (it looks for the same tables), but would charge by plain sums over
+/// the whole δ and leave the concentrated sums behind: its charges, which
+/// carry no layout, are refused by the file itself.
+const GUARD: &str = "CREATE TRIGGER IF NOT EXISTS charges_of_this_layout
+     BEFORE INSERT ON spends WHEN NEW.layout IS NULL
+     BEGIN SELECT RAISE(ABORT, 'a newer dpkit keeps this ledger: upgrade dpkit to charge it'); END;
+     PRAGMA user_version = 2;";
 
 /// Creates the tables in one transaction, moving an older ledger along:
 /// a first-layout budget becomes account "" and its charges stay its own;
@@ -68,6 +81,7 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
         && !has_table(connection, "budget")?
         && has_column(connection, "accounts", "spent_units")?
         && has_column(connection, "accounts", "accounting")?
+        && has_trigger(connection, "charges_of_this_layout")?
     {
         return Ok(());
     }
@@ -81,6 +95,8 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
         && !has_column(&transaction, "accounts", "accounting")?;
     let no_spend_forms =
         has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "rho")?;
+    let no_layout =
+        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "layout")?;
     transaction.execute_batch(TABLES)?;
     if old_spends {
         transaction
@@ -113,6 +129,9 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
              ALTER TABLE spends ADD COLUMN tail REAL;",
         )?;
     }
+    if no_layout {
+        transaction.execute_batch("ALTER TABLE spends ADD COLUMN layout INTEGER;")?;
+    }
     if first_layout {
         transaction.execute_batch(
             "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta)
@@ -124,6 +143,7 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
         transaction.execute_batch(SUMS)?;
     }
     transaction.execute_batch(INDEXES)?;
+    transaction.execute_batch(GUARD)?;
     transaction.commit()
 }
 
@@ -149,6 +169,14 @@ const SUMS: &str = "UPDATE accounts SET
 fn has_table(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
     connection.query_row(
         "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |row| row.get(0),
+    )
+}
+
+fn has_trigger(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
+    connection.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
         [name],
         |row| row.get(0),
     )

@@ -27,7 +27,8 @@
 //!
 //! **Why either may admit.** Let X be the transcripts in which every
 //! admitted charge fit the sums accountant, and Y those in which every one
-//! fit the concentrated one; every transcript is in X or Y (sums only grow, so
+//! fit the concentrated one; every transcript is in X or Y (sums only grow,
+//! a refunded charge counting as never made, so
 //! the accountant that admitted the last charge admitted every charge; a
 //! transcript holds each refusal too, and a refusal is a function of the
 //! transcript before it).
@@ -212,8 +213,8 @@ impl Filter {
 
     /// How many more charges of `cost` the concentrated accountant admits
     /// after `spent` (0 when it does not keep the budget, is closed, or
-    /// `cost` has no concentrated form), leaving aside the rounding bound
-    /// of the charges to come.
+    /// `cost` has no concentrated form), with a little room kept for the
+    /// rounding bound of the charges to come.
     pub fn concentrated_room(
         &self,
         spent: Option<ConcentratedLoss>,
@@ -224,7 +225,7 @@ impl Filter {
         };
         let room = |bound: f64, spent: f64, each: f64| match each {
             0.0 => f64::INFINITY,
-            each => ((bound - spent) / each).max(0.0).floor(),
+            each => ((bound * (1.0 - 1e-9) - spent) / each).max(0.0).floor(),
         };
         let n = room(bounds.rho, spent.rho(), cost.rho())
             .min(room(bounds.spread, spent.spread(), cost.spread()))

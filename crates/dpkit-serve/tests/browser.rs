@@ -230,6 +230,14 @@ fn an_analyst_explains_runs_and_reads_an_answer_in_a_real_browser() {
         explanation.contains("Costs ε = 0.5") && explanation.contains("E|error|"),
         "{explanation}"
     );
+    // A budget of (10, 1e-5) pays for 20 such queries by plain sums, and
+    // for more by the concentrated accountant, which the page shows.
+    assert!(explanation.contains("more like it"), "{explanation}");
+    assert!(
+        driver.text("budget").contains("zCDP: ρ 0 of"),
+        "{}",
+        driver.text("budget")
+    );
     assert!(
         driver.text("budget").contains("ε left 10 of 10"),
         "explaining spent nothing"

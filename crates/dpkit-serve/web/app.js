@@ -38,9 +38,13 @@ function round(x, digits) {
 }
 
 function showBudget(budget) {
+  // The concentrated accountant (zCDP) pays for queries past plain sums.
+  const c = budget.concentrated;
   $("budget").textContent = budget.dataset + ": ε left " + round(budget.remaining_epsilon, 3) +
     " of " + round(budget.total_epsilon, 3) + " · δ left " + budget.remaining_delta.toExponential(1) +
-    " · " + budget.queries + " queries";
+    " · " + budget.queries + " queries" +
+    (c ? " · zCDP: ρ " + (c.spent_rho ? c.spent_rho.toPrecision(3) : "0") + " of " +
+      c.total_rho.toPrecision(3) : "");
 }
 
 async function refreshBudget() {
@@ -112,7 +116,8 @@ async function explain() {
     const answer = await api("POST", "/v1/explain", request());
     $("explanation").hidden = false;
     $("explanation").textContent = "Costs ε = " + answer.epsilon + ", δ = " + answer.delta +
-      " (nothing spent)\n\n" + answer.explanation;
+      " (nothing spent); the budget can pay for " + answer.queries_left + " more like it\n\n" +
+      answer.explanation;
     showBudget(answer.budget);
     status("explained: nothing spent" + waited(answer));
   } catch (error) {

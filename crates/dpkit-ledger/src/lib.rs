@@ -154,12 +154,13 @@ impl BudgetState {
     }
 
     /// Whether plain sums of (ε, δ) have passed their share of the budget
-    /// (all of ε, half of δ), so that the concentrated accountant pays for
-    /// the queries now: what to tell people beside the plain sums.
+    /// (all of ε, and the δ the concentrated accountant does not keep), so
+    /// that the concentrated accountant pays for the queries now: what to
+    /// tell people beside the plain sums.
     pub fn past_plain_sums(&self) -> bool {
-        self.concentrated.is_some()
-            && (self.spent_epsilon > self.total_epsilon
-                || self.spent_delta > self.total_delta / 2.0)
+        self.concentrated.is_some_and(|c| {
+            self.spent_epsilon > self.total_epsilon || self.spent_delta > self.total_delta - c.delta
+        })
     }
 
     /// Whether the total granted is (`total_epsilon`, `total_delta`), with ε
@@ -218,7 +219,7 @@ impl BudgetState {
 ///
 /// ```
 /// use dpkit_ledger::Ledger;
-/// use dpkit_core::accounting::{ConcentratedLoss, Cost, Filter, PrivacyLoss};
+/// use dpkit_core::accounting::PrivacyLoss;
 /// let path = std::env::temp_dir().join(format!("doc-ledger-{}.sqlite", std::process::id()));
 /// let _ = std::fs::remove_file(&path);
 /// let ledger = Ledger::open(&path, 1.0, 1e-6).unwrap();
@@ -640,7 +641,7 @@ fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<Budget
             spent_rho: spent.rho(),
             total_rho: filter.concentrated_rho()?,
             spent_epsilon: filter.concentrated_epsilon(Some(spent))?,
-            delta: filter.total().delta() / 2.0,
+            delta: filter.concentrated_delta()?,
         })
     });
     Ok(BudgetState {

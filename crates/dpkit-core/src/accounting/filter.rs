@@ -182,18 +182,16 @@ impl Filter {
         }
     }
 
+    /// The δ the concentrated accountant keeps (the rest of the total's),
+    /// if it keeps the budget.
+    pub fn concentrated_delta(&self) -> Option<f64> {
+        self.concentrated
+            .map(|_| self.total.delta() - self.sums_delta())
+    }
+
     /// ρ the concentrated accountant allows in all, if it keeps the budget.
     pub fn concentrated_rho(&self) -> Option<f64> {
         self.concentrated.map(|b| b.rho)
-    }
-
-    /// Whether the sums accountant admits `cost` after `spent`: both
-    /// within (ε, [`Filter::sums_delta`]). The ledger counts ε in exact
-    /// units and asks with its own arithmetic; this is the same rule in
-    /// doubles.
-    pub fn sums_fit(&self, spent: PrivacyLoss, cost: PrivacyLoss) -> bool {
-        spent.epsilon() + cost.epsilon() <= self.total.epsilon()
-            && spent.delta() + cost.delta() <= self.sums_delta()
     }
 
     /// Whether the concentrated accountant admits `cost` after `spent`.

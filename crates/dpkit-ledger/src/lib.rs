@@ -1091,4 +1091,23 @@ mod tests {
         }
         std::fs::remove_file(&path).unwrap();
     }
+
+    #[test]
+    fn a_cost_below_half_a_unit_is_not_free_and_a_pure_budget_spends_no_delta() {
+        let path = temporary("tiny");
+        // Ten units of ε: costs of a tenth of a unit each pay at least one.
+        let ledger = Ledger::open(&path, 1e-14, 0.0).unwrap();
+        let tiny = (0..100)
+            .take_while(|_| ledger.charge(pure(1e-16), "tiny").is_ok())
+            .count();
+        assert_eq!(tiny, 10);
+        // No δ at all, however small, on a budget of δ = 0.
+        let pure_path = temporary("pure-delta");
+        let pure_budget = Ledger::open(&pure_path, 1.0, 0.0).unwrap();
+        let approximate = PrivacyLoss::approximate(0.1, 1e-18).unwrap();
+        assert!(pure_budget.charge(approximate, "δ").is_err());
+        for p in [path, pure_path] {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
 }

@@ -28,7 +28,7 @@ use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 
 use crate::error::{DatabaseError, Result};
-use dpkit_functions::exact_sum::RowSum;
+use dpkit_functions::exact_sum::{RowSum, Steps};
 
 /// A function a SQLite statement calls.
 #[derive(Debug, Clone)]
@@ -40,8 +40,8 @@ pub(crate) enum Sqlite {
         node: Arc<dyn PhysicalExpr>,
         schema: SchemaRef,
     },
-    /// `dpkit_exact_sum` on the grid `2^exponent`.
-    ExactSum { name: String, exponent: i32 },
+    /// `dpkit_exact_sum` by `rule`: on its grid, after its clamp if any.
+    ExactSum { name: String, rule: Steps },
     /// A group's quantile cells, as `cell:count` pairs (`1:40,2:3`).
     Cells { name: String },
 }
@@ -118,13 +118,11 @@ impl Sqlite {
                     Ok(evaluate(&node, &schema, context))
                 })
             }
-            Self::ExactSum { name, exponent } => connection.create_aggregate_function(
+            Self::ExactSum { name, rule } => connection.create_aggregate_function(
                 name.as_str(),
                 1,
                 flags,
-                ExactSumAggregate {
-                    exponent: *exponent,
-                },
+                ExactSumAggregate { rule: *rule },
             ),
             Self::Cells { name } => {
                 connection.create_aggregate_function(name.as_str(), 1, flags, CellsAggregate)
@@ -217,7 +215,7 @@ fn sqlite_value(value: &ScalarValue) -> Value {
 
 /// The embedded engine's exact sum, row by row.
 struct ExactSumAggregate {
-    exponent: i32,
+    rule: Steps,
 }
 
 /// Its steps leave SQLite as text: 128 bits do not fit an SQLite integer.
@@ -228,8 +226,8 @@ impl Aggregate<RowSum, String> for ExactSumAggregate {
 
     fn step(&self, context: &mut Context<'_>, sum: &mut RowSum) -> rusqlite::Result<()> {
         match context.get_raw(0) {
-            ValueRef::Real(x) => sum.add(x, self.exponent),
-            ValueRef::Integer(i) => sum.add(i as f64, self.exponent),
+            ValueRef::Real(x) => sum.add_by(x, &self.rule),
+            ValueRef::Integer(i) => sum.add_by(i as f64, &self.rule),
             _ => {}
         }
         Ok(())

@@ -71,6 +71,15 @@ impl PlaceholderAggregate {
         }
     }
 
+    /// An exact sum a SQLite connection registers as `name`.
+    pub(crate) fn sum_named(name: String) -> Self {
+        Self {
+            name,
+            returns: dpkit_functions::exact_sum::STEPS_TYPE,
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+
     /// A group's quantile cells, as `cell:count` pairs: `dpkit_cells` on
     /// SQLite (counted in dpkit's code); on PostgreSQL and Spark,
     /// `dpkit_cell_count` (the cell is a group key, see `sql`).

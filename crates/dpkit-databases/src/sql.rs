@@ -33,6 +33,8 @@ use super::exprs::{call, clamp_reach};
 use super::flavour::{Flavour, unavailable};
 use super::placeholder::PlaceholderAggregate;
 use crate::error::{DatabaseError, Result};
+use dpkit_functions::clamp::Clamp;
+use dpkit_functions::exact_sum::Steps;
 
 /// The SQL a database runs for a private plan.
 #[derive(Debug, Clone)]
@@ -245,10 +247,8 @@ impl Translation {
                     || self.rows_bound.is_some_and(|n| n < SPARK_SPLIT_ROWS));
             let placeholder = PlaceholderAggregate::exact_sum(exponent, bounded);
             if self.flavour == Flavour::Sqlite {
-                self.functions.push(Sqlite::ExactSum {
-                    name: placeholder.name().to_string(),
-                    exponent,
-                });
+                let sum = self.sqlite_sum(aggregate, placeholder, exponent);
+                return Ok(Transformed::yes(sum));
             }
             return Ok(Transformed::yes(placeholder_call(placeholder, aggregate)));
         }
@@ -267,6 +267,37 @@ impl Translation {
             }
             other => Err(unavailable(self.flavour, &format!("the aggregate {other}"))),
         }
+    }
+}
+
+impl Translation {
+    /// SQLite's exact sum, in dpkit's code; a clamp of its value with
+    /// literal bounds is done there too, in the same call (SQLite's `max`,
+    /// `min` and subtraction cost about a sixth of the private query's
+    /// time on the benchmark of the backends).
+    fn sqlite_sum(
+        &mut self,
+        mut aggregate: AggregateFunction,
+        placeholder: PlaceholderAggregate,
+        exponent: i32,
+    ) -> Expr {
+        let clamped = match aggregate.params.args.as_slice() {
+            [argument] => Clamp::of(argument),
+            _ => None,
+        };
+        let (name, rule) = match clamped {
+            Some((value, clamp)) => {
+                aggregate.params.args = vec![value];
+                let name = format!("dpkit_clamped_sum_{}", self.functions.len());
+                (name, Steps::clamped(exponent, clamp))
+            }
+            None => (placeholder.name().to_string(), Steps::plain(exponent)),
+        };
+        self.functions.push(Sqlite::ExactSum {
+            name: name.clone(),
+            rule,
+        });
+        placeholder_call(PlaceholderAggregate::sum_named(name), aggregate)
     }
 }
 

@@ -9,7 +9,8 @@
 //! * [`clamp`]: `dpkit_clamp(value, low, high[, centre])`, a value within
 //!   public bounds;
 //! * [`exact_sum`]: `dpkit_exact_sum(value)`, a sum on a public grid with no
-//!   rounding error, in whole grid steps;
+//!   rounding error, in whole grid steps (`dpkit_clamped_sum` when it does
+//!   its argument's clamp in its own pass);
 //! * [`cut_text`]: `dpkit_cut_text(value, limit)`, text cut to a public
 //!   number of characters.
 //!

@@ -300,9 +300,12 @@ impl QueryEngine {
             matches_of: &mut matches_of,
         };
         let mut query = plan_private(sql, &logical, sources)?;
-        if let Some(tables) = &self.database {
-            let ceiling = query.measured.count_ceiling;
-            query.remote = Some(tables.remote_plan(&query.plan, ceiling)?);
+        match &self.database {
+            Some(tables) => {
+                let ceiling = query.measured.count_ceiling;
+                query.remote = Some(tables.remote_plan(&query.plan, ceiling)?);
+            }
+            None => query.plan = crate::plan::for_the_embedded_engine(query.plan)?,
         }
         Ok(query)
     }

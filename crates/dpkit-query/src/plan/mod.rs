@@ -18,6 +18,7 @@ mod arithmetic;
 mod bounds;
 mod comma_joins;
 mod contribution;
+mod embedded;
 mod grid;
 mod having;
 mod input;
@@ -43,6 +44,7 @@ use dpkit_release::{
 use crate::error::{QueryError, Result};
 use crate::public_table::PublicTables;
 use dpkit_description::Description;
+pub(crate) use embedded::for_the_embedded_engine;
 pub(crate) use reach::MatchesOf;
 
 /// A query dpkit can answer privately: what it measures, and how the

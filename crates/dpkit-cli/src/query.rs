@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_ledger::{BudgetState, default_path, shown_epsilon};
+use dpkit_query::alternative::GaussianAlternative;
 use dpkit_query::draft::draft_from_csv;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
@@ -211,9 +212,11 @@ pub fn query(args: &QueryArgs) -> Result<()> {
     if args.explain {
         let (explanation, cost) = engine.explain_with_cost(&args.sql, &settings)?;
         let more = ledger.how_many_more(cost)?;
+        let gaussian = engine.gaussian_alternative(&args.sql, &settings, &ledger)?;
         return write_stdout(&format!(
-            "{explanation}The budget can pay for {more} more {} like this one.\n",
-            if more == 1 { "query" } else { "queries" }
+            "{explanation}The budget can pay for {more} more {} like this one.\n{}",
+            if more == 1 { "query" } else { "queries" },
+            gaussian.map(|g| alternative_text(&g)).unwrap_or_default()
         ));
     }
     let mut rng = SecureRng::from_os()?;
@@ -224,6 +227,34 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         answer.notes.iter().for_each(|text| note(text));
     }
     write_stdout(&answer_text(args.format, &answer, &state)?)
+}
+
+/// What `--explain` says of a better Gaussian alternative.
+fn alternative_text(gaussian: &GaussianAlternative) -> String {
+    let errors: Vec<String> = gaussian
+        .errors
+        .iter()
+        .map(|(label, with, without)| {
+            format!(
+                "{} instead of {} for the {label}",
+                rounded(*with),
+                rounded(*without)
+            )
+        })
+        .collect();
+    format!(
+        "Gaussian noise would pay for as many ({}) with less error: E|error| {} \
+         (--mechanism gaussian --epsilon {} --delta {}).\n",
+        gaussian.queries,
+        errors.join(", "),
+        gaussian.epsilon,
+        gaussian.delta
+    )
+}
+
+/// Four significant digits, for the text.
+fn rounded(x: f64) -> String {
+    format!("{}", format!("{x:.3e}").parse::<f64>().unwrap_or(x))
 }
 
 /// The answer in the chosen format, with what is left of the budget.

@@ -99,6 +99,82 @@ fn explain_shows_the_plan_and_spends_nothing() {
     );
 }
 
+/// The number after `prefix` in `text`, up to the next space or ')'.
+fn number_after(text: &str, prefix: &str) -> f64 {
+    let start = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no {prefix:?} in\n{text}"));
+    let rest = &text[start + prefix.len()..];
+    let end = rest.find([' ', ')']).unwrap_or(rest.len());
+    rest[..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("{prefix:?} in\n{text}"))
+}
+
+/// Many small counts last longer with Gaussian noise under the ledger's
+/// concentrated accountant: `--explain` says so, with settings that, run
+/// as it says, pay for at least as many queries with the error it quotes;
+/// it stays silent where pure noise is better (a few large queries) or
+/// was asked for.
+#[test]
+fn explain_names_gaussian_noise_when_many_queries_like_this_last_longer_with_it() {
+    let ledger = fresh_ledger("gaussian-alternative");
+    let sql = "SELECT COUNT(*) FROM adult WHERE age > 40";
+    let run = |args: &[&str]| {
+        let output = query(&ledger, args, sql);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let auto = run(&["--epsilon", "0.01", "--explain"]);
+    let line = auto
+        .lines()
+        .find(|l| l.starts_with("Gaussian noise would pay for as many"))
+        .unwrap_or_else(|| panic!("no Gaussian line in\n{auto}"));
+    let with_auto = number_after(&auto, "The budget can pay for ");
+    let epsilon = number_after(line, "--epsilon ");
+    let delta = number_after(line, "--delta ");
+    let error = number_after(line, "E|error| ");
+    let without = number_after(line, "instead of ");
+    assert!(error < without, "{line}");
+    let (epsilon, delta) = (epsilon.to_string(), delta.to_string());
+    let gaussian = run(&[
+        "--epsilon",
+        &epsilon,
+        "--delta",
+        &delta,
+        "--mechanism",
+        "gaussian",
+        "--explain",
+    ]);
+    assert!(
+        number_after(&gaussian, "The budget can pay for ") >= with_auto,
+        "{gaussian}"
+    );
+    // The release's row: ... mechanism, ε, sensitivity, E|error|, half-width.
+    let row = gaussian
+        .lines()
+        .find(|l| l.contains("count of rows") && l.contains("gaussian"))
+        .unwrap_or_else(|| panic!("no Gaussian release in\n{gaussian}"));
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    let quoted: f64 = fields[fields.len() - 2].parse().unwrap();
+    assert!(
+        (quoted - error).abs() <= 1e-3 * error,
+        "{error} against\n{row}"
+    );
+    for quiet in [
+        vec!["--epsilon", "5", "--explain"],
+        vec!["--epsilon", "0.01", "--mechanism", "laplace", "--explain"],
+    ] {
+        let text = run(&quiet);
+        assert!(!text.contains("Gaussian noise would"), "{quiet:?}:\n{text}");
+    }
+    assert!(
+        spent(&ledger).contains("spent ε = 0,"),
+        "{}",
+        spent(&ledger)
+    );
+}
+
 #[test]
 fn a_target_error_shows_the_epsilon_it_costs_and_spends_only_when_asked() {
     let ledger = fresh_ledger("target");

@@ -590,6 +590,33 @@ impl QueryEngine {
         Ok((query.explanation(&noise, settings), noise.charge()))
     }
 
+    /// Gaussian noise for queries like `sql`, when `settings` ask for
+    /// `auto` and the budget in `ledger` would pay for as many more of them
+    /// with less error in every measurement (see
+    /// [`crate::alternative`]). Spends nothing.
+    ///
+    /// ```no_run
+    /// use dpkit_query::{Description, Ledger, QueryEngine, ReleaseSettings};
+    /// let description = Description::load("data/adult/adult.toml".as_ref()).unwrap();
+    /// let ledger = Ledger::open("alice.ledger.sqlite".as_ref(), 1.0, 1e-6).unwrap();
+    /// let engine = QueryEngine::open(description).unwrap();
+    /// let settings = ReleaseSettings { epsilon: 0.01, delta: 0.0, mechanism: Default::default(), confidence: 0.95 };
+    /// let sql = "SELECT COUNT(*) FROM adult WHERE age > 40";
+    /// if let Some(gaussian) = engine.gaussian_alternative(sql, &settings, &ledger).unwrap() {
+    ///     println!("--mechanism gaussian --epsilon {} --delta {}", gaussian.epsilon, gaussian.delta);
+    /// }
+    /// ```
+    pub fn gaussian_alternative(
+        &self,
+        sql: &str,
+        settings: &ReleaseSettings,
+        ledger: &Ledger,
+    ) -> Result<Option<crate::alternative::GaussianAlternative>> {
+        let query = self.plan(sql)?;
+        let chosen = plan_noise(&query.measured, settings)?;
+        crate::alternative::gaussian_alternative(&query, settings, &chosen, ledger)
+    }
+
     /// The smallest ε at which every aggregate of `sql` has an interval of
     /// at most `±target.half_width` (see [`dpkit_release::smallest_epsilon`]), and the
     /// explanation at that ε. Spends nothing.

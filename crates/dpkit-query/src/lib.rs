@@ -26,6 +26,7 @@
 //! println!("{}", answer.to_text());
 //! ```
 
+pub mod alternative;
 pub mod check;
 pub mod draft;
 pub mod engine;

@@ -281,8 +281,10 @@ impl Translation {
         placeholder: PlaceholderAggregate,
         exponent: i32,
     ) -> Expr {
-        let clamped = match aggregate.params.args.as_slice() {
-            [argument] => Clamp::of(argument),
+        let params = &aggregate.params;
+        let plain = !params.distinct && params.filter.is_none() && params.order_by.is_empty();
+        let clamped = match params.args.as_slice() {
+            [argument] if plain => Clamp::of(argument),
             _ => None,
         };
         let (name, rule) = match clamped {

@@ -122,7 +122,8 @@ impl Clamp {
     }
 
     /// The clamp and its value's expression, when `expr` is a call of
-    /// `dpkit_clamp` with literal bounds.
+    /// `dpkit_clamp` with finite literal bounds, in order, and a finite
+    /// centre (the planner's are; a NaN bound would make the clamp NaN).
     pub fn of(expr: &Expr) -> Option<(Expr, Self)> {
         let Expr::ScalarFunction(call) = expr else {
             return None;
@@ -139,7 +140,8 @@ impl Clamp {
             [value, low, high, centre] => (value, literal(low)?, literal(high)?, literal(centre)?),
             _ => return None,
         };
-        Some((value.clone(), Self { low, high, centre }))
+        let finite = [low, high, centre].iter().all(|x| x.is_finite());
+        (finite && low <= high).then(|| (value.clone(), Self { low, high, centre }))
     }
 
     /// The bounds and the centre as bits, to compare and hash.

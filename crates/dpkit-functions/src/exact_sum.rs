@@ -26,7 +26,9 @@ use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Fl
 use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::expr::AggregateFunctionParams;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{udaf_default_display_name, udaf_default_human_display};
+use datafusion::logical_expr::{
+    udaf_default_display_name, udaf_default_human_display, udaf_default_schema_name,
+};
 
 use crate::clamp::Clamp;
 use datafusion::logical_expr::{
@@ -55,6 +57,8 @@ struct ExactSum {
 pub struct Steps {
     exponent: i32,
     clamp: Option<Clamp>,
+    /// 2^-exponent.
+    inverse: f64,
 }
 
 impl Steps {
@@ -63,14 +67,15 @@ impl Steps {
         Self {
             exponent,
             clamp: None,
+            inverse: 2f64.powi(-exponent),
         }
     }
 
     /// The value clamped and centred first, as `dpkit_clamp` computes it.
     pub fn clamped(exponent: i32, clamp: Clamp) -> Self {
         Self {
-            exponent,
             clamp: Some(clamp),
+            ..Self::plain(exponent)
         }
     }
 
@@ -78,11 +83,7 @@ impl Steps {
     #[inline]
     pub fn of(&self, value: f64) -> i128 {
         let value = self.clamp.map_or(value, |c| c.apply(value));
-        grid_steps(value, self.inverse())
-    }
-
-    fn inverse(&self) -> f64 {
-        2f64.powi(-self.exponent)
+        grid_steps(value, self.inverse)
     }
 }
 
@@ -121,6 +122,10 @@ impl AggregateUDFImpl for ExactSum {
             None => "dpkit_exact_sum",
             Some(_) => "dpkit_clamped_sum",
         }
+    }
+
+    fn schema_name(&self, params: &AggregateFunctionParams) -> Result<String> {
+        udaf_default_schema_name(self, params).map(|shown| self.with_bounds(shown))
     }
 
     fn display_name(&self, params: &AggregateFunctionParams) -> Result<String> {
@@ -311,7 +316,7 @@ impl PendingSteps {
     /// Adds every row of a batch with no NULL and no filter to `steps`,
     /// by `rule`.
     fn add(&mut self, values: &[f64], groups: &[usize], rule: Steps, steps: &mut [i128]) {
-        let inverse = rule.inverse();
+        let inverse = rule.inverse;
         match rule.clamp {
             None => self.add_each(values, groups, inverse, steps, |v| v, f64::INFINITY),
             Some(clamp) => {
@@ -856,6 +861,9 @@ mod tests {
                 for (group, &expected) in expected.iter().enumerate() {
                     assert_eq!(sums.value(group), expected, "group {group}");
                 }
+                let rows = grouped.convert_to_state(std::slice::from_ref(&array), None);
+                let rows = rows.unwrap()[0].as_primitive::<Decimal128Type>().clone();
+                assert_eq!(rows.iter().flatten().sum::<i128>(), expected.iter().sum());
                 let mut single = ExactSumAccumulator {
                     rule: Steps::clamped(0, clamp),
                     steps: 0,

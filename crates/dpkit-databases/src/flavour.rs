@@ -41,6 +41,7 @@ impl Flavour {
     }
 
     /// `schema.table` (Spark: `database.table`), quoted part by part.
+    #[cfg_attr(not(any(feature = "postgres", feature = "spark")), allow(dead_code))]
     pub(crate) fn qualified(self, table: &str) -> String {
         let parts: Vec<String> = table.split('.').map(|part| self.quote(part)).collect();
         parts.join(".")
@@ -52,6 +53,7 @@ impl Flavour {
     /// column's collation: under a case-insensitive one, `a` and `A` would
     /// be one group, keyed as whichever row the database met first (a
     /// cast to Spark's `STRING` takes its binary collation).
+    #[cfg_attr(not(any(feature = "postgres", feature = "spark")), allow(dead_code))]
     pub(crate) fn cast_source(self, table: &str, columns: &[(String, ColumnKind)]) -> String {
         let list: Vec<String> = columns
             .iter()

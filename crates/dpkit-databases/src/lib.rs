@@ -21,13 +21,17 @@ mod exprs;
 mod flavour;
 mod placeholder;
 mod planned;
+#[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
 mod postgres_tls;
 mod public_rows;
 mod renamed;
 mod rows;
 mod safe_sql;
+#[cfg(feature = "spark")]
 mod spark;
+#[cfg(feature = "spark")]
 mod spark_proto;
 mod spelling;
 mod sql;
@@ -119,13 +123,30 @@ pub(crate) fn connect(description: &Description) -> Result<Option<Box<dyn Backen
             &description.file,
             table,
         )?)),
+        #[cfg(feature = "postgres")]
         Source::Postgres { connection, table } => {
             Some(Box::new(postgres::PostgresTable::open(connection, table)?))
         }
+        #[cfg(feature = "spark")]
         Source::Spark { address, table } => {
             Some(Box::new(spark::SparkTable::open(address, table)?))
         }
+        #[cfg(not(all(feature = "postgres", feature = "spark")))]
+        other => return Err(not_built(other)),
     })
+}
+
+/// The refusal of a table in a database this build leaves out.
+#[cfg(not(all(feature = "postgres", feature = "spark")))]
+fn not_built(source: &Source) -> DatabaseError {
+    let (database, feature) = match source {
+        Source::Postgres { .. } => ("PostgreSQL", "postgres"),
+        _ => ("Spark", "spark"),
+    };
+    DatabaseError::Description(format!(
+        "this dpkit was built without {database} tables: build it with the cargo feature \
+         `{feature}`"
+    ))
 }
 
 /// Each column of the database table with the type the view reads it as:
@@ -167,6 +188,7 @@ pub(crate) fn declared_columns(
 
 /// The refusal of a plan whose result columns a database types otherwise
 /// than the plan reads them: `found` lists (name, type) as it says.
+#[cfg_attr(not(any(feature = "postgres", feature = "spark")), allow(dead_code))]
 pub(crate) fn check_result_types(
     flavour: Flavour,
     schema: &SchemaRef,

@@ -22,6 +22,7 @@ pub(crate) enum Cell<'a> {
     /// A double.
     Real(f64),
     /// A whole number wider than 64 bits (Spark's `DECIMAL(38,0)`).
+    #[cfg_attr(not(feature = "spark"), allow(dead_code))]
     Wide(i128),
     /// Text (PostgreSQL returns every value as text).
     Text(&'a str),

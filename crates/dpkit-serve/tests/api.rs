@@ -380,3 +380,42 @@ fn the_service_lists_private_tables_and_answers_joins_on_the_person() {
         (400, Some("bad_query"))
     );
 }
+
+/// Explaining a small count with `auto` on a budget with δ names Gaussian
+/// settings that the budget pays for at least as often, with less error;
+/// asking for Laplace noise names none.
+#[test]
+fn explain_names_gaussian_settings_when_many_small_queries_last_longer_with_them() {
+    let server = TestServer::start("gaussian-advice", &[adult_description()], "");
+    let key = server.analyst("gus", &["adult"], 1.0, 1e-6);
+    let sql = "SELECT COUNT(*) FROM adult WHERE age > 40";
+    let explain = |body: &str| {
+        let response = request(
+            server.address,
+            "POST",
+            "/v1/explain",
+            Some(&key),
+            Some(body),
+        );
+        assert_eq!(response.status, 200, "{}", response.body);
+        response.json()
+    };
+    let auto = explain(&query_body("adult", sql, 0.01));
+    let advice = &auto["gaussian"];
+    assert!(advice["epsilon"].as_f64().unwrap() > 0.01, "{auto}");
+    assert_eq!(advice["delta"].as_f64(), Some(1e-6), "{auto}");
+    assert!(
+        advice["queries_left"].as_u64() >= auto["queries_left"].as_u64(),
+        "{auto}"
+    );
+    let error = &advice["errors"][0];
+    assert_eq!(error["measurement"], "count of rows");
+    assert!(
+        error["gaussian"].as_f64() < error["auto"].as_f64(),
+        "{auto}"
+    );
+    let laplace = format!(
+        "{{\"dataset\": \"adult\", \"sql\": \"{sql}\", \"epsilon\": 0.01, \"mechanism\": \"laplace\"}}"
+    );
+    assert!(explain(&laplace)["gaussian"].is_null());
+}

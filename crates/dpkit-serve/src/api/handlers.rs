@@ -11,7 +11,8 @@ use super::auth::Analyst;
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
 use super::types::{
-    Budget, BudgetResponse, DatasetsResponse, ExplainResponse, QueryRequest, QueryResponse,
+    Budget, BudgetResponse, DatasetsResponse, ExplainResponse, GaussianAdvice, QueryRequest,
+    QueryResponse,
 };
 use crate::analysts::account;
 
@@ -68,14 +69,15 @@ pub async fn explain(
 ) -> Result<Json<ExplainResponse>, ApiError> {
     let dataset = app.granted(&analyst, &request)?;
     let run_app = app.clone();
-    let ((explanation, cost, (state, more)), waited) = app
+    let ((explanation, cost, (state, more), gaussian), waited) = app
         .run(&analyst.clone(), (), move || {
             let engine = &run_app.datasets[dataset].engine;
-            let (explanation, cost) =
-                engine.explain_with_cost(&request.sql, &request.settings())?;
+            let settings = request.settings();
+            let (explanation, cost) = engine.explain_with_cost(&request.sql, &settings)?;
             let ledger = run_app.ledger(&analyst, dataset)?;
             let more = ledger.how_many_more(cost)?;
-            Ok((explanation, cost.loss, (ledger.state()?, more)))
+            let gaussian = engine.gaussian_alternative(&request.sql, &settings, &ledger)?;
+            Ok((explanation, cost.loss, (ledger.state()?, more), gaussian))
         })
         .await?;
     let name = app.datasets[dataset].name();
@@ -86,6 +88,7 @@ pub async fn explain(
         delta: cost.delta(),
         budget: Budget::of(name, &state),
         queries_left: more,
+        gaussian: gaussian.map(GaussianAdvice::from),
         waited_seconds: waited,
     }))
 }

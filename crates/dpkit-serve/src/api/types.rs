@@ -175,10 +175,60 @@ pub struct ExplainResponse {
     /// How many more queries of this cost the budget can pay for, by the
     /// accountant that allows more of them.
     pub queries_left: u64,
+    /// With `auto` noise: Gaussian noise that would pay for at least as
+    /// many more queries like this one with less error in every
+    /// measurement, under the ledger's concentrated accountant; null when
+    /// there is none (a few large queries, a budget without δ, another
+    /// mechanism asked for).
+    pub gaussian: Option<GaussianAdvice>,
     /// How long the request waited for a free worker, in seconds: 0 when
     /// one was free. Other analysts' runs, and this analyst's own beyond
     /// `runs_per_analyst`, make it wait.
     pub waited_seconds: f64,
+}
+
+/// Gaussian noise for queries like one explained with `auto`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GaussianAdvice {
+    /// The ε to ask for with `"mechanism": "gaussian"`.
+    pub epsilon: f64,
+    /// The δ to ask for with it: the request's, or else the budget's.
+    pub delta: f64,
+    /// How many more such queries the budget can pay for.
+    pub queries_left: u64,
+    /// Each measurement's expected absolute error with Gaussian noise and
+    /// with `auto`'s.
+    pub errors: Vec<MeasurementError>,
+}
+
+/// One measurement's expected absolute error under two noises.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeasurementError {
+    /// What is measured (`count of rows`, `sum of age − 53`, …).
+    pub measurement: String,
+    /// E|error| with Gaussian noise.
+    pub gaussian: f64,
+    /// E|error| with `auto`'s noise.
+    pub auto: f64,
+}
+
+impl From<dpkit_query::alternative::GaussianAlternative> for GaussianAdvice {
+    fn from(found: dpkit_query::alternative::GaussianAlternative) -> Self {
+        Self {
+            epsilon: found.epsilon,
+            delta: found.delta,
+            queries_left: found.queries,
+            errors: found
+                .errors
+                .into_iter()
+                .map(|(measurement, gaussian, auto)| MeasurementError {
+                    measurement,
+                    gaussian,
+                    auto,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A private answer.

@@ -210,13 +210,16 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         settings.epsilon = epsilon;
     }
     if args.explain {
-        let (explanation, cost) = engine.explain_with_cost(&args.sql, &settings)?;
-        let more = ledger.how_many_more(cost)?;
-        let gaussian = engine.gaussian_alternative(&args.sql, &settings, &ledger)?;
+        let explained = engine.explain_against(&args.sql, &settings, &ledger)?;
+        let more = explained.queries_left;
         return write_stdout(&format!(
-            "{explanation}The budget can pay for {more} more {} like this one.\n{}",
+            "{}The budget can pay for {more} more {} like this one.\n{}",
+            explained.explanation,
             if more == 1 { "query" } else { "queries" },
-            gaussian.map(|g| alternative_text(&g)).unwrap_or_default()
+            explained
+                .gaussian
+                .map(|g| alternative_text(&g))
+                .unwrap_or_default()
         ));
     }
     let mut rng = SecureRng::from_os()?;

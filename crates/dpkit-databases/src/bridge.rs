@@ -226,8 +226,8 @@ impl Aggregate<RowSum, String> for ExactSumAggregate {
 
     fn step(&self, context: &mut Context<'_>, sum: &mut RowSum) -> rusqlite::Result<()> {
         match context.get_raw(0) {
-            ValueRef::Real(x) => sum.add_by(x, &self.rule),
-            ValueRef::Integer(i) => sum.add_by(i as f64, &self.rule),
+            ValueRef::Real(x) => sum.add(x, &self.rule),
+            ValueRef::Integer(i) => sum.add(i as f64, &self.rule),
             _ => {}
         }
         Ok(())

@@ -144,6 +144,14 @@ impl Clamp {
         (finite && low <= high).then(|| (value.clone(), Self { low, high, centre }))
     }
 
+    /// The largest `|apply(v)|`: `max(|low − c|, |high − c|)`, as computed
+    /// (rounding is monotone, so no clamped value lands beyond it).
+    pub fn reach(&self) -> f64 {
+        (self.low - self.centre)
+            .abs()
+            .max((self.high - self.centre).abs())
+    }
+
     /// The bounds and the centre as bits, to compare and hash.
     pub(crate) fn bits(&self) -> [u64; 3] {
         [self.low, self.high, self.centre].map(f64::to_bits)

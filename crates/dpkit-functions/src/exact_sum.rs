@@ -27,14 +27,11 @@ use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::expr::AggregateFunctionParams;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    udaf_default_display_name, udaf_default_human_display, udaf_default_schema_name,
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature,
+    Volatility, udaf_default_display_name, udaf_default_human_display, udaf_default_schema_name,
 };
 
 use crate::clamp::Clamp;
-use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature,
-    Volatility,
-};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ExactSum {
@@ -320,9 +317,7 @@ impl PendingSteps {
         match rule.clamp {
             None => self.add_each(values, groups, inverse, steps, |v| v, f64::INFINITY),
             Some(clamp) => {
-                let reach = (clamp.low - clamp.centre)
-                    .abs()
-                    .max((clamp.high - clamp.centre).abs());
+                let reach = clamp.reach();
                 self.add_each(values, groups, inverse, steps, |v| clamp.apply(v), reach)
             }
         }
@@ -484,13 +479,15 @@ pub fn grid_exponent(function: &AggregateUDF) -> Option<i32> {
         .map(|sum| sum.rule.exponent)
 }
 
-/// The exact sum of `values` on the grid `2^exponent`, computed as the
-/// engine's accumulators compute it (for SQLite, which runs it row by row).
+/// The exact sum of `values` by a [`Steps`] rule, computed as the engine's
+/// accumulators compute it (for SQLite, which runs it row by row).
 ///
 /// ```
-/// let mut sum = dpkit_functions::exact_sum::RowSum::default();
+/// use dpkit_functions::exact_sum::{RowSum, Steps};
+/// let quarters = Steps::plain(-2);
+/// let mut sum = RowSum::default();
 /// for value in [1.25, 2.5, -0.75] {
-///     sum.add(value, -2); // quarters
+///     sum.add(value, &quarters);
 /// }
 /// assert_eq!(sum.steps(), 12); // 3.0 in quarters
 /// ```
@@ -500,14 +497,9 @@ pub struct RowSum {
 }
 
 impl RowSum {
-    /// Adds one value (NULLs are skipped by the caller).
-    pub fn add(&mut self, value: f64, exponent: i32) {
-        self.add_by(value, &Steps::plain(exponent));
-    }
-
     /// Adds one value by `rule` (NULLs are skipped by the caller).
     #[inline]
-    pub fn add_by(&mut self, value: f64, rule: &Steps) {
+    pub fn add(&mut self, value: f64, rule: &Steps) {
         self.steps = self.steps.saturating_add(rule.of(value));
     }
 

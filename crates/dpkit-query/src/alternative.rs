@@ -12,6 +12,19 @@ use dpkit_release::{MechanismChoice, NoisePlan, ReleaseSettings, plan_noise};
 use crate::error::Result;
 use crate::plan::PrivateQuery;
 
+/// A query explained against a budget (`QueryEngine::explain_against`).
+#[derive(Debug, Clone)]
+pub struct Explained {
+    /// What `--explain` prints for the query.
+    pub explanation: String,
+    /// What running it would cost.
+    pub cost: dpkit_core::accounting::Cost,
+    /// How many more queries like it the budget can pay for.
+    pub queries_left: u64,
+    /// Gaussian noise that would serve them better, if any.
+    pub gaussian: Option<GaussianAlternative>,
+}
+
 /// Gaussian noise for queries like one asked with `auto`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GaussianAlternative {
@@ -36,12 +49,13 @@ fn three_digits_down(x: f64) -> f64 {
     (x * scale).floor() / scale
 }
 
-/// The Gaussian alternative to `auto`'s plan `chosen` for `query`, if
-/// there is a better one.
+/// The Gaussian alternative to `auto`'s plan `chosen` for `query`, of
+/// which the budget in `ledger` pays for `wanted` more, if there is a
+/// better one.
 pub(crate) fn gaussian_alternative(
     query: &PrivateQuery,
     settings: &ReleaseSettings,
-    chosen: &NoisePlan,
+    (chosen, wanted): (&NoisePlan, u64),
     ledger: &Ledger,
 ) -> Result<Option<GaussianAlternative>> {
     let state = ledger.state()?;
@@ -51,7 +65,6 @@ pub(crate) fn gaussian_alternative(
     {
         return Ok(None);
     }
-    let wanted = ledger.how_many_more(chosen.charge())?;
     let delta = match settings.delta {
         0.0 => state.total_delta,
         given => given,

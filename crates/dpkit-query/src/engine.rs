@@ -590,10 +590,11 @@ impl QueryEngine {
         Ok((query.explanation(&noise, settings), noise.charge()))
     }
 
-    /// Gaussian noise for queries like `sql`, when `settings` ask for
-    /// `auto` and the budget in `ledger` would pay for as many more of them
-    /// with less error in every measurement (see
-    /// [`crate::alternative`]). Spends nothing.
+    /// The explanation of `sql` under `settings`, what it would cost, how
+    /// many more queries like it the budget in `ledger` can pay for, and
+    /// Gaussian noise that would pay for as many with less error in every
+    /// measurement, if `settings` ask for `auto` and there is such noise
+    /// (see [`crate::alternative`]). Plans once; spends nothing.
     ///
     /// ```no_run
     /// use dpkit_query::{Description, Ledger, QueryEngine, ReleaseSettings};
@@ -602,19 +603,34 @@ impl QueryEngine {
     /// let engine = QueryEngine::open(description).unwrap();
     /// let settings = ReleaseSettings { epsilon: 0.01, delta: 0.0, mechanism: Default::default(), confidence: 0.95 };
     /// let sql = "SELECT COUNT(*) FROM adult WHERE age > 40";
-    /// if let Some(gaussian) = engine.gaussian_alternative(sql, &settings, &ledger).unwrap() {
+    /// let explained = engine.explain_against(sql, &settings, &ledger).unwrap();
+    /// println!("{} more", explained.queries_left);
+    /// if let Some(gaussian) = explained.gaussian {
     ///     println!("--mechanism gaussian --epsilon {} --delta {}", gaussian.epsilon, gaussian.delta);
     /// }
     /// ```
-    pub fn gaussian_alternative(
+    pub fn explain_against(
         &self,
         sql: &str,
         settings: &ReleaseSettings,
         ledger: &Ledger,
-    ) -> Result<Option<crate::alternative::GaussianAlternative>> {
+    ) -> Result<crate::alternative::Explained> {
         let query = self.plan(sql)?;
-        let chosen = plan_noise(&query.measured, settings)?;
-        crate::alternative::gaussian_alternative(&query, settings, &chosen, ledger)
+        let noise = plan_noise(&query.measured, settings)?;
+        let cost = noise.charge();
+        let queries_left = ledger.how_many_more(cost)?;
+        let gaussian = crate::alternative::gaussian_alternative(
+            &query,
+            settings,
+            (&noise, queries_left),
+            ledger,
+        )?;
+        Ok(crate::alternative::Explained {
+            explanation: query.explanation(&noise, settings),
+            cost,
+            queries_left,
+            gaussian,
+        })
     }
 
     /// The smallest ε at which every aggregate of `sql` has an interval of

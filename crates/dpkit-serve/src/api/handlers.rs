@@ -69,26 +69,24 @@ pub async fn explain(
 ) -> Result<Json<ExplainResponse>, ApiError> {
     let dataset = app.granted(&analyst, &request)?;
     let run_app = app.clone();
-    let ((explanation, cost, (state, more), gaussian), waited) = app
+    let ((explained, state), waited) = app
         .run(&analyst.clone(), (), move || {
             let engine = &run_app.datasets[dataset].engine;
-            let settings = request.settings();
-            let (explanation, cost) = engine.explain_with_cost(&request.sql, &settings)?;
             let ledger = run_app.ledger(&analyst, dataset)?;
-            let more = ledger.how_many_more(cost)?;
-            let gaussian = engine.gaussian_alternative(&request.sql, &settings, &ledger)?;
-            Ok((explanation, cost.loss, (ledger.state()?, more), gaussian))
+            let explained = engine.explain_against(&request.sql, &request.settings(), &ledger)?;
+            Ok((explained, ledger.state()?))
         })
         .await?;
+    let cost = explained.cost.loss;
     let name = app.datasets[dataset].name();
     Ok(Json(ExplainResponse {
         dataset: name.into(),
-        explanation,
+        explanation: explained.explanation,
         epsilon: cost.epsilon(),
         delta: cost.delta(),
         budget: Budget::of(name, &state),
-        queries_left: more,
-        gaussian: gaussian.map(GaussianAdvice::from),
+        queries_left: explained.queries_left,
+        gaussian: explained.gaussian.map(GaussianAdvice::from),
         waited_seconds: waited,
     }))
 }

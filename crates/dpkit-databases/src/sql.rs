@@ -33,8 +33,7 @@ use super::exprs::{call, clamp_reach};
 use super::flavour::{Flavour, unavailable};
 use super::placeholder::PlaceholderAggregate;
 use crate::error::{DatabaseError, Result};
-use dpkit_functions::clamp::Clamp;
-use dpkit_functions::exact_sum::Steps;
+use dpkit_functions::exact_sum::{Steps, clamp_inside};
 
 /// The SQL a database runs for a private plan.
 #[derive(Debug, Clone)]
@@ -272,26 +271,19 @@ impl Translation {
 
 impl Translation {
     /// SQLite's exact sum, in dpkit's code; a clamp of its value with
-    /// literal bounds is done there too, in the same call (SQLite's `max`,
-    /// `min` and subtraction cost about a sixth of the private query's
-    /// time on the benchmark of the backends).
+    /// literal bounds is done there too, in the same call, as the embedded
+    /// engine's sum does it (`dpkit_functions::exact_sum::clamp_inside`),
+    /// instead of SQLite's `max`, `min` and subtraction per row.
     fn sqlite_sum(
         &mut self,
         mut aggregate: AggregateFunction,
         placeholder: PlaceholderAggregate,
         exponent: i32,
     ) -> Expr {
-        let params = &aggregate.params;
-        let plain = !params.distinct && params.filter.is_none() && params.order_by.is_empty();
-        let clamped = match params.args.as_slice() {
-            [argument] if plain => Clamp::of(argument),
-            _ => None,
-        };
-        let (name, rule) = match clamped {
-            Some((value, clamp)) => {
+        let (name, rule) = match clamp_inside(&aggregate) {
+            Some((value, rule)) => {
                 aggregate.params.args = vec![value];
-                let name = format!("dpkit_clamped_sum_{}", self.functions.len());
-                (name, Steps::clamped(exponent, clamp))
+                (format!("dpkit_clamped_sum_{}", self.functions.len()), rule)
             }
             None => (placeholder.name().to_string(), Steps::plain(exponent)),
         };

@@ -24,7 +24,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Float64Type};
 use datafusion::common::{Result, ScalarValue};
-use datafusion::logical_expr::expr::AggregateFunctionParams;
+use datafusion::logical_expr::expr::{AggregateFunction, AggregateFunctionParams};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature,
@@ -546,6 +546,15 @@ pub fn fused(expr: &Expr) -> Option<Expr> {
     let Expr::AggregateFunction(aggregate) = expr else {
         return None;
     };
+    let (value, rule) = clamp_inside(aggregate)?;
+    Some(sum_by(value, rule))
+}
+
+/// For `dpkit_exact_sum(dpkit_clamp(value, …))`, plain (no DISTINCT,
+/// FILTER, ORDER BY or null treatment) and with finite ordered bounds:
+/// `value` and the rule that clamps it inside the sum. What [`fused`]
+/// builds, and what SQLite's exact sum registers.
+pub fn clamp_inside(aggregate: &AggregateFunction) -> Option<(Expr, Steps)> {
     let sum = aggregate.func.inner().downcast_ref::<ExactSum>()?;
     let params = &aggregate.params;
     if sum.rule.clamp.is_some()
@@ -560,7 +569,7 @@ pub fn fused(expr: &Expr) -> Option<Expr> {
         return None;
     };
     let (value, clamp) = Clamp::of(argument)?;
-    Some(sum_by(value, Steps::clamped(sum.rule.exponent, clamp)))
+    Some((value, Steps::clamped(sum.rule.exponent, clamp)))
 }
 
 #[cfg(test)]

@@ -35,6 +35,23 @@ enum ServeCommand {
         #[command(subcommand)]
         action: AnalystAction,
     },
+    /// Copy the state (analysts, key hashes, budgets, charges, kept
+    /// answers) to FILE as one consistent snapshot, while the server runs.
+    Backup {
+        /// The copy to write; it must not exist.
+        file: PathBuf,
+    },
+    /// Put a backup back in place of the state, with no server running.
+    /// The state it replaces is kept beside it, as state.sqlite.before-restore.
+    Restore {
+        /// The backup (made by `dpkit serve backup`).
+        file: PathBuf,
+        /// Restore even though some budget was spent after the backup was
+        /// taken: those charges are forgotten, and the answers they paid
+        /// for stay released.
+        #[arg(long)]
+        forget_later_charges: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -91,6 +108,21 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     }
     match &args.command {
         Some(ServeCommand::Analyst { action }) => analyst(&config, action),
+        Some(ServeCommand::Backup { file }) => {
+            let copied = dpkit_serve::backup::backup(&config, file)?;
+            write_stdout(&format!(
+                "backed up the state as it was at {}: {} analyst(s), {} account(s), {} charge(s), to {}\n",
+                copied.ledger.taken,
+                copied.analysts,
+                copied.ledger.accounts,
+                copied.ledger.charges,
+                file.display()
+            ))
+        }
+        Some(ServeCommand::Restore {
+            file,
+            forget_later_charges,
+        }) => restore(&config, file, *forget_later_charges),
         None => run(&config, args.demo),
     }
 }
@@ -110,13 +142,34 @@ fn run(config: &Config, demo: bool) -> Result<()> {
     runtime.block_on(async {
         let server = Server::bind(config).await?;
         let address = server.address()?;
+        let operations = match server.operations_address()? {
+            Some(at) => format!("; /health and /metrics on http://{at}/"),
+            None => String::new(),
+        };
         write_stdout(&format!(
-            "dpkit serve: http://{address}/ (datasets: {}); Ctrl-C stops it\n",
+            "dpkit serve: http://{address}/ (datasets: {}){operations}; Ctrl-C stops it\n",
             server.dataset_names().join(", ")
         ))?;
         server.serve(stopped()).await?;
         Ok(())
     })
+}
+
+fn restore(config: &Config, file: &Path, forget: bool) -> Result<()> {
+    let how = match forget {
+        true => dpkit_ledger::Restore::ForgetLaterCharges,
+        false => dpkit_ledger::Restore::KeepLaterCharges,
+    };
+    let restored = dpkit_serve::backup::restore(config, file, how).map_err(|e| match e {
+        dpkit_serve::ServeError::Ledger(dpkit_ledger::LedgerError::Budget(reason)) => {
+            anyhow::anyhow!("{reason}: add --forget-later-charges to restore it all the same")
+        }
+        other => other.into(),
+    })?;
+    write_stdout(&format!(
+        "restored the state as it was at {}: {} analyst(s), {} account(s), {} charge(s)\n",
+        restored.ledger.taken, restored.analysts, restored.ledger.accounts, restored.ledger.charges
+    ))
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -201,6 +201,51 @@ fn a_revoked_analyst_gets_a_new_key_and_the_address_can_be_given() {
 }
 
 #[test]
+fn the_state_is_backed_up_while_serving_and_restored_only_when_stopped_and_knowingly() {
+    let folder = setup("backup");
+    let key = add_analyst(&folder, "ann", "5");
+    let mut server = start(&folder, &folder.join("server.log"));
+    let query = |sql: &str| {
+        let body = format!(r#"{{"dataset":"adult","sql":"{sql}","epsilon":0.5}}"#);
+        let answer = request(server.address, "POST", "/v1/query", Some(&key), Some(&body));
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    };
+    query("SELECT COUNT(*) FROM adult");
+    let copy = folder.join("copy.sqlite").display().to_string();
+    let (ok, out, err) = serve_command(&folder, &["backup", &copy]);
+    assert!(ok, "{err}");
+    let summary = format!(": 1 analyst(s), 1 account(s), 1 charge(s), to {copy}\n");
+    assert!(
+        out.starts_with("backed up the state as it was at ") && out.ends_with(&summary),
+        "{out}"
+    );
+    query("SELECT COUNT(*) FROM adult WHERE age > 30");
+    let (ok, _, err) = serve_command(&folder, &["restore", &copy]);
+    assert!(!ok && err.contains("another server is using"), "{err}");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+
+    // Stopped: the copy is behind what was spent, so it goes back only when asked.
+    let (ok, _, err) = serve_command(&folder, &["restore", &copy]);
+    assert!(!ok && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("spent more since this backup") && err.contains("--forget-later-charges"),
+        "{err}"
+    );
+    let (_, listed, _) = serve_command(&folder, &["analyst", "list"]);
+    assert!(listed.contains("adult: spent ε = 1 of 5,"), "{listed}");
+    let (ok, out, err) = serve_command(&folder, &["restore", &copy, "--forget-later-charges"]);
+    assert!(
+        ok && out.starts_with("restored the state as it was at "),
+        "{err}"
+    );
+    let (_, listed, _) = serve_command(&folder, &["analyst", "list"]);
+    assert!(listed.contains("adult: spent ε = 0.5 of 5,"), "{listed}");
+    assert!(folder.join("state/state.sqlite.before-restore").exists());
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
 fn without_a_configuration_the_error_says_how_to_give_one() {
     let folder = std::env::temp_dir().join(format!("dpkit-serve-cli-empty-{}", std::process::id()));
     std::fs::create_dir_all(&folder).unwrap();

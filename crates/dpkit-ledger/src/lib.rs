@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use dpkit_core::accounting::{ConcentratedLoss, Cost, Filter, PrivacyLoss};
 use rusqlite::{Connection, OptionalExtension, params};
 
+pub use backup::{Backup, Restore};
 pub use error::{LedgerError, Result};
 
+mod backup;
 mod error;
 mod replay;
 mod schema;
@@ -399,6 +401,34 @@ impl Ledger {
     /// account: for [`Ledger::has_other_account`]; it can charge nothing.
     pub fn reader(path: &Path) -> Result<Self> {
         Self::connect(path, "\u{0}no account")
+    }
+
+    /// Every account in this ledger's file with its budget, by name (a
+    /// read on the open connection, for a service's metrics).
+    ///
+    /// ```
+    /// use dpkit_ledger::Ledger;
+    /// let path = std::env::temp_dir().join(format!("doc-every-{}.sqlite", std::process::id()));
+    /// # let _ = std::fs::remove_file(&path);
+    /// Ledger::grant(&path, "ann/adult", 2.0, 0.0).unwrap();
+    /// let accounts = Ledger::reader(&path).unwrap().every_account().unwrap();
+    /// assert_eq!(accounts.len(), 1);
+    /// assert_eq!((accounts[0].0.as_str(), accounts[0].1.total_epsilon), ("ann/adult", 2.0));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn every_account(&self) -> Result<Vec<(String, BudgetState)>> {
+        let names: Vec<String> = self
+            .connection
+            .prepare("SELECT account FROM accounts ORDER BY account")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| self.error(e))?;
+        names
+            .into_iter()
+            .map(|name| {
+                let state = read_state(&self.connection, &name).map_err(|e| self.error(e))?;
+                Ok((name, state))
+            })
+            .collect()
     }
 
     /// Whether `account` has a budget in this ledger's file (a read on the

@@ -37,6 +37,9 @@ pub struct Config {
     pub datasets: Vec<DatasetConfig>,
     /// Bounds on requests and runs.
     pub limits: Limits,
+    /// Where the operators' `/health` and `/metrics` listen
+    /// (`[operations] address`), if anywhere: see [`crate::operations`].
+    pub operations: Option<SocketAddr>,
 }
 
 /// One dataset: its data description, and whether to hold its table in memory.
@@ -101,6 +104,13 @@ struct RawConfig {
     datasets: Vec<RawDataset>,
     #[serde(default)]
     limits: Limits,
+    operations: Option<RawOperations>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOperations {
+    address: String,
 }
 
 #[derive(Deserialize)]
@@ -135,6 +145,10 @@ impl Config {
             ServeError::Config(format!("address {:?} is not host:port", raw.address))
         })?;
         check_limits(&raw.limits)?;
+        let operations = match &raw.operations {
+            Some(operations) => Some(operations_address(&operations.address, address)?),
+            None => None,
+        };
         if raw.datasets.is_empty() {
             return Err(ServeError::Config("no [[datasets]] to serve".into()));
         }
@@ -150,6 +164,7 @@ impl Config {
                 })
                 .collect(),
             limits: raw.limits,
+            operations,
         })
     }
 
@@ -207,6 +222,19 @@ fn check_limits(limits: &Limits) -> Result<()> {
     Ok(())
 }
 
+/// The operators' address: host:port, and not the analysts' one.
+fn operations_address(text: &str, analysts: SocketAddr) -> Result<SocketAddr> {
+    let address: SocketAddr = text.parse().map_err(|_| {
+        ServeError::Config(format!("[operations] address {text:?} is not host:port"))
+    })?;
+    if address == analysts && address.port() != 0 {
+        return Err(ServeError::Config(
+            "[operations] address must differ from the analysts' address".into(),
+        ));
+    }
+    Ok(address)
+}
+
 fn first_line(text: &str) -> String {
     text.lines()
         .filter(|l| !l.trim().is_empty())
@@ -229,6 +257,8 @@ mod tests {
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nmax_runs_per_analyst = 0",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nrequests_per_second = -1.0",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\nsurprise = 1",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[operations]\naddress = 'x'",
+            "address = '127.0.0.1:9000'\nstate_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[operations]\naddress = '127.0.0.1:9000'",
         ] {
             let error = Config::from_toml(text, Path::new("/x"))
                 .unwrap_err()

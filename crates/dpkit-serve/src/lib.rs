@@ -7,9 +7,12 @@
 //! API of noisy answers, explanations and their own budget. Every query
 //! runs through the same planning, noise and ledger code as `dpkit query`.
 pub mod analysts;
+pub mod backup;
 pub mod config;
 pub mod datasets;
 pub mod error;
+pub mod metrics;
+pub mod operations;
 
 pub use config::Config;
 pub use error::{Result, ServeError};

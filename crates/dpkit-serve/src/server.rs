@@ -14,6 +14,7 @@ use crate::error::{Result, ServeError};
 /// A server bound to its address, ready to serve.
 pub struct Server {
     listener: TcpListener,
+    operations: Option<TcpListener>,
     app: Arc<App>,
     _lock: std::fs::File,
 }
@@ -34,11 +35,14 @@ impl Server {
                 .await
                 .map_err(|e| ServeError::Io(e.to_string()))??
         };
-        let listener = TcpListener::bind(config.address)
-            .await
-            .map_err(|e| ServeError::Io(format!("cannot listen on {}: {e}", config.address)))?;
+        let listener = listen(config.address).await?;
+        let operations = match config.operations {
+            Some(address) => Some(listen(address).await?),
+            None => None,
+        };
         Ok(Self {
             listener,
+            operations,
             app: Arc::new(App::new(datasets, analysts, config.limits)?),
             _lock: lock,
         })
@@ -51,6 +55,15 @@ impl Server {
             .map_err(|e| ServeError::Io(e.to_string()))
     }
 
+    /// The address of the operators' `/health` and `/metrics`, if they
+    /// are served (see [`crate::operations`]).
+    pub fn operations_address(&self) -> Result<Option<SocketAddr>> {
+        self.operations
+            .as_ref()
+            .map(|l| l.local_addr().map_err(|e| ServeError::Io(e.to_string())))
+            .transpose()
+    }
+
     /// The names of the datasets it serves.
     pub fn dataset_names(&self) -> Vec<String> {
         self.app
@@ -60,16 +73,33 @@ impl Server {
             .collect()
     }
 
-    /// Serves until `stop` completes, then finishes the requests under way.
+    /// Serves until `stop` completes, then finishes the requests under way;
+    /// the operators' listener stops with it.
     pub async fn serve(
         self,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
         let app = self.app.clone();
+        let (stopping, stopped) = tokio::sync::watch::channel(());
+        let operations = self.operations.map(|listener| {
+            let mut stopped = stopped.clone();
+            let router = crate::operations::router(app.clone());
+            tokio::spawn(async move {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(async move {
+                        let _ = stopped.changed().await;
+                    })
+                    .await
+            })
+        });
         let served = axum::serve(self.listener, router(self.app, crate::web::routes()))
             .with_graceful_shutdown(stop)
             .await
             .map_err(|e| ServeError::Io(e.to_string()));
+        drop(stopping);
+        if let Some(operations) = operations {
+            let _ = operations.await;
+        }
         // The engines own runtimes, which may only be dropped where
         // blocking is allowed.
         let _ = tokio::task::spawn_blocking(move || drop(app)).await;
@@ -77,7 +107,15 @@ impl Server {
     }
 }
 
-fn lock_state(config: &Config) -> Result<std::fs::File> {
+async fn listen(address: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|e| ServeError::Io(format!("cannot listen on {address}: {e}")))
+}
+
+/// Holds the state directory of `config` for this process alone: a server
+/// or a restore; refused while another holds it.
+pub(crate) fn lock_state(config: &Config) -> Result<std::fs::File> {
     let path = config.state_dir.join("serve.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)

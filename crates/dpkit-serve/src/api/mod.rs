@@ -12,6 +12,7 @@ use utoipa::OpenApi;
 use crate::analysts::{Analysts, account};
 use crate::config::Limits;
 use crate::datasets::Dataset;
+use crate::metrics::{self, Metrics};
 
 mod auth;
 mod body;
@@ -43,6 +44,7 @@ pub struct App {
     rate: auth::RateLimiter,
     turns: Arc<turns::Turns>,
     stripes: Vec<Arc<tokio::sync::Mutex<()>>>,
+    metrics: Metrics,
 }
 
 impl App {
@@ -59,7 +61,28 @@ impl App {
             stripes: (0..STRIPES).map(|_| Arc::default()).collect(),
             analysts: Mutex::new(analysts),
             limits,
+            metrics: Metrics::default(),
         })
+    }
+
+    /// Every account in the state database, with its budget.
+    pub(crate) fn accounts(&self) -> crate::Result<Vec<(String, dpkit_ledger::BudgetState)>> {
+        let grants = self
+            .grants
+            .lock()
+            .map_err(|_| crate::ServeError::State("a reader failed".into()))?;
+        Ok(grants.every_account()?)
+    }
+
+    /// The metrics (see [`metrics`]), if the state database can be read.
+    pub(crate) fn metrics_text(&self) -> Option<String> {
+        let accounts = self.accounts().ok()?;
+        let mut text = String::new();
+        self.metrics.write(&mut text);
+        let (running, waiting) = self.turns.load();
+        metrics::write_load(&mut text, running, waiting);
+        metrics::write_budgets(&mut text, &accounts);
+        Some(text)
     }
 
     /// `analyst`'s ledger on dataset `index`, from the pool.
@@ -140,6 +163,7 @@ impl App {
             .await
             .ok_or_else(ApiError::internal)?;
         let waited = asked.elapsed().as_secs_f64();
+        self.metrics.waited(waited);
         let outcome = tokio::task::spawn_blocking(move || {
             let outcome = work();
             drop((slot, guard));
@@ -215,6 +239,9 @@ pub fn router(app: Arc<App>, pages: Router<Arc<App>>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(axum::middleware::from_fn(log::log_request))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            log::log_request,
+        ))
         .with_state(app)
 }

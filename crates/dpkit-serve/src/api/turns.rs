@@ -142,13 +142,11 @@ impl Turns {
         send(handed);
     }
 
-    /// Runs under way, and requests waiting.
-    #[cfg(test)]
-    fn load(&self) -> (usize, usize) {
-        let state = self
-            .state
-            .lock()
-            .expect("the turns' lock is never poisoned");
+    /// Runs under way, and requests waiting for their turn.
+    pub fn load(&self) -> (usize, usize) {
+        let Ok(state) = self.state.lock() else {
+            return (0, 0);
+        };
         let waiting = state.analysts.values().map(|q| q.waiting.len()).sum();
         (state.running, waiting)
     }

@@ -22,7 +22,11 @@ pub fn folder(name: &str) -> PathBuf {
 }
 
 pub struct TestServer {
+    /// Its configuration, as the server read it.
+    pub config: Config,
     pub address: SocketAddr,
+    /// The operators' `/health` and `/metrics`, when started with them.
+    pub operations: Option<SocketAddr>,
     pub state: PathBuf,
     pub folder: PathBuf,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -33,6 +37,14 @@ impl TestServer {
     /// Starts a server over `descriptions` with `limits` (TOML lines).
     pub fn start(name: &str, descriptions: &[PathBuf], limits: &str) -> Self {
         Self::start_reading(name, descriptions, limits, true)
+    }
+
+    /// Starts a server as [`TestServer::start`] does, with the operators'
+    /// listener on a free loopback port too.
+    #[allow(dead_code)]
+    pub fn start_with_operations(name: &str, descriptions: &[PathBuf], limits: &str) -> Self {
+        let limits = format!("{limits}\n[operations]\naddress = \"127.0.0.1:0\"");
+        Self::start_reading(name, descriptions, &limits, true)
     }
 
     /// Starts a server as [`TestServer::start`] does, that reads its
@@ -56,7 +68,20 @@ impl TestServer {
         let text = format!(
             "address = \"127.0.0.1:0\"\nstate_dir = \"state\"\n{datasets}[limits]\n{limits}\n"
         );
-        let config = Config::from_toml(&text, &folder).unwrap();
+        Self::start_in(Config::from_toml(&text, &folder).unwrap(), folder)
+    }
+
+    /// Stops the server, keeping its folder, and starts another on the same
+    /// configuration and state.
+    #[allow(dead_code)]
+    pub fn restart(mut self) -> Self {
+        self.stop();
+        let folder = std::mem::take(&mut self.folder);
+        Self::start_in(self.config.clone(), folder)
+    }
+
+    fn start_in(config: Config, folder: PathBuf) -> Self {
+        let served = config.clone();
         let (ready_send, ready) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let state = config.state_path();
@@ -67,7 +92,11 @@ impl TestServer {
                 .unwrap();
             runtime.block_on(async move {
                 let server = Server::bind(&config).await.unwrap();
-                ready_send.send(server.address().unwrap()).unwrap();
+                let addresses = (
+                    server.address().unwrap(),
+                    server.operations_address().unwrap(),
+                );
+                ready_send.send(addresses).unwrap();
                 server
                     .serve(async {
                         let _ = stopped.await;
@@ -76,9 +105,11 @@ impl TestServer {
                     .unwrap();
             });
         });
-        let address = ready.recv().expect("the server started");
+        let (address, operations) = ready.recv().expect("the server started");
         Self {
+            config: served,
             address,
+            operations,
             state,
             folder,
             stop: Some(stop),
@@ -96,14 +127,23 @@ impl TestServer {
     }
 }
 
-impl Drop for TestServer {
-    fn drop(&mut self) {
+impl TestServer {
+    /// Stops the server (once), keeping its folder.
+    pub fn stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop();
+        if !self.folder.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.folder);
+        }
     }
 }

@@ -138,7 +138,7 @@ fn open_ledger(args: &LedgerArgs, description: &Description, grant: bool) -> Res
 
 /// A `dpkit: note: …` line on standard error, beside the answer. A closed
 /// standard error loses the note, never the answer.
-fn note(text: &str) {
+pub(crate) fn note(text: &str) {
     let line = format!("dpkit: note: {text}\n");
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }

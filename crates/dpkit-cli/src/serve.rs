@@ -46,11 +46,12 @@ enum ServeCommand {
     Restore {
         /// The backup (made by `dpkit serve backup`).
         file: PathBuf,
-        /// Restore even though some budget was spent after the backup was
-        /// taken: those charges are forgotten, and the answers they paid
-        /// for stay released.
+        /// Restore even though the state changed after the backup was
+        /// taken in a way it undoes: charges made since are forgotten (the
+        /// answers they paid for stay released), lowered totals are raised
+        /// again, and keys revoked or replaced since work again.
         #[arg(long)]
-        forget_later_charges: bool,
+        forget_later_changes: bool,
     },
 }
 
@@ -121,8 +122,8 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         }
         Some(ServeCommand::Restore {
             file,
-            forget_later_charges,
-        }) => restore(&config, file, *forget_later_charges),
+            forget_later_changes,
+        }) => restore(&config, file, *forget_later_changes),
         None => run(&config, args.demo),
     }
 }
@@ -143,7 +144,15 @@ fn run(config: &Config, demo: bool) -> Result<()> {
         let server = Server::bind(config).await?;
         let address = server.address()?;
         let operations = match server.operations_address()? {
-            Some(at) => format!("; /health and /metrics on http://{at}/"),
+            Some(at) => {
+                if !at.ip().is_loopback() {
+                    crate::query::note(&format!(
+                        "/health and /metrics take no key and show every analyst's budget: \
+                         keep {at} where only operators reach"
+                    ));
+                }
+                format!("; /health and /metrics on http://{at}/")
+            }
             None => String::new(),
         };
         write_stdout(&format!(
@@ -157,12 +166,12 @@ fn run(config: &Config, demo: bool) -> Result<()> {
 
 fn restore(config: &Config, file: &Path, forget: bool) -> Result<()> {
     let how = match forget {
-        true => dpkit_ledger::Restore::ForgetLaterCharges,
-        false => dpkit_ledger::Restore::KeepLaterCharges,
+        true => dpkit_ledger::Restore::ForgetLaterChanges,
+        false => dpkit_ledger::Restore::KeepLaterChanges,
     };
     let restored = dpkit_serve::backup::restore(config, file, how).map_err(|e| match e {
         dpkit_serve::ServeError::Ledger(dpkit_ledger::LedgerError::Budget(reason)) => {
-            anyhow::anyhow!("{reason}: add --forget-later-charges to restore it all the same")
+            anyhow::anyhow!("{reason}: add --forget-later-changes to restore it all the same")
         }
         other => other.into(),
     })?;
@@ -239,6 +248,7 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 }
 
 fn analyst(config: &Config, action: &AnalystAction) -> Result<()> {
+    let _shared = dpkit_serve::server::share_state(config)?;
     let analysts = Analysts::open(&config.state_path())?;
     match action {
         AnalystAction::Add(args) => {

@@ -221,7 +221,7 @@ fn the_state_is_backed_up_while_serving_and_restored_only_when_stopped_and_knowi
     );
     query("SELECT COUNT(*) FROM adult WHERE age > 30");
     let (ok, _, err) = serve_command(&folder, &["restore", &copy]);
-    assert!(!ok && err.contains("another server is using"), "{err}");
+    assert!(!ok && err.contains("is using"), "{err}");
     server.child.kill().unwrap();
     server.child.wait().unwrap();
 
@@ -229,12 +229,12 @@ fn the_state_is_backed_up_while_serving_and_restored_only_when_stopped_and_knowi
     let (ok, _, err) = serve_command(&folder, &["restore", &copy]);
     assert!(!ok && err.lines().count() == 1, "{err}");
     assert!(
-        err.contains("spent more since this backup") && err.contains("--forget-later-charges"),
+        err.contains("changed since this backup") && err.contains("--forget-later-changes"),
         "{err}"
     );
     let (_, listed, _) = serve_command(&folder, &["analyst", "list"]);
     assert!(listed.contains("adult: spent ε = 1 of 5,"), "{listed}");
-    let (ok, out, err) = serve_command(&folder, &["restore", &copy, "--forget-later-charges"]);
+    let (ok, out, err) = serve_command(&folder, &["restore", &copy, "--forget-later-changes"]);
     assert!(
         ok && out.starts_with("restored the state as it was at "),
         "{err}"

@@ -3,15 +3,15 @@
 //! A backup is SQLite's `VACUUM INTO`, which reads the whole file in one
 //! read transaction: the copy holds every charge committed before it began
 //! and none after, whatever charges race it, so each account's running sums
-//! agree with its charges. It is written beside its destination, checked,
-//! synced to disk, and only then renamed into place.
+//! agree with its charges. It is written to a new file beside its
+//! destination, checked, synced to disk, and only then linked into place.
 //!
 //! Putting a copy back gives every account the spending it had when the
 //! copy was taken. Charges made since then paid for answers already
 //! released, so a restore that forgot them would grant their budget again.
-//! [`Ledger::restore`] therefore refuses while the ledger in place is
-//! readable and any of its accounts has spent more than the copy says,
-//! unless told to forget those charges.
+//! [`Ledger::restore`] therefore refuses when the ledger in place made any
+//! charge since, or lowered a total, or cannot be read, unless told to
+//! forget what it did since.
 //!
 //! ```
 //! use dpkit_ledger::{Ledger, Restore};
@@ -25,10 +25,10 @@
 //! assert_eq!(Ledger::backup(&path, &copy).unwrap().charges, 1);
 //! ledger.charge(PrivacyLoss::pure(0.25).unwrap(), "second").unwrap();
 //! drop(ledger);
-//! // The ledger has spent more since: putting the copy back is refused...
-//! assert!(Ledger::restore(&copy, &path, Restore::KeepLaterCharges).is_err());
-//! // ...unless those charges are to be forgotten.
-//! Ledger::restore(&copy, &path, Restore::ForgetLaterCharges).unwrap();
+//! // The ledger has charged since: putting the copy back is refused...
+//! assert!(Ledger::restore(&copy, &path, Restore::KeepLaterChanges).is_err());
+//! // ...unless that charge is to be forgotten.
+//! Ledger::restore(&copy, &path, Restore::ForgetLaterChanges).unwrap();
 //! let state = Ledger::open(&path, 1.0, 0.0).unwrap().state().unwrap();
 //! assert_eq!(state.spent_epsilon, 0.25);
 //! # std::fs::remove_dir_all(&folder).unwrap();
@@ -44,7 +44,7 @@ use crate::{Ledger, LedgerError, Result, ledger_error};
 /// What a backup holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backup {
-    /// When its snapshot was read (UTC, ISO 8601).
+    /// When it was taken (UTC, ISO 8601): its snapshot began then or just after.
     pub taken: String,
     /// Accounts in it.
     pub accounts: usize,
@@ -52,28 +52,44 @@ pub struct Backup {
     pub charges: u64,
 }
 
-/// Whether [`Ledger::restore`] may forget charges the ledger in place made
+/// Whether [`Ledger::restore`] may forget what the ledger in place did
 /// after the backup was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Restore {
-    /// Refuse if the ledger in place is readable and has spent more on any
-    /// account than the backup says (or cannot be read at all).
-    KeepLaterCharges,
-    /// Put the backup back whatever the ledger in place has spent since:
-    /// the answers those charges paid for stay released, and their budget
-    /// is granted again.
-    ForgetLaterCharges,
+    /// Refuse if the ledger in place cannot be read, or changed since the
+    /// backup in a way the backup would undo: a charge made (refunded or
+    /// not), or a total lowered.
+    KeepLaterChanges,
+    /// Put the backup back whatever the ledger in place did since: the
+    /// answers later charges paid for stay released, and their budget is
+    /// granted again.
+    ForgetLaterChanges,
 }
 
-/// The table a backup carries its snapshot's time in.
+/// The table a backup carries its time in.
 const MARK: &str = "dpkit_backup";
 
-/// What each account has spent: ε units, δ and ρ.
-type Spending = BTreeMap<String, (i64, f64, f64)>;
+/// What the restore check compares of each account: what only grows as
+/// charges are made (refunds lower the ε and δ sums, never the rest), and
+/// the totals, which a restore must not raise again.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Account {
+    grows: [f64; 7],
+    totals: [f64; 2],
+}
+
+/// Each account, and the last charge's number.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Snapshot {
+    accounts: BTreeMap<String, Account>,
+    last_charge: i64,
+}
 
 impl Ledger {
     /// Copies the ledger at `path`, in use or not, to `to` (which must not
-    /// exist) as one consistent snapshot, checked and synced to disk.
+    /// exist, and never is overwritten) as one consistent snapshot, checked
+    /// and synced to disk. The copy is readable by its owner only: it holds
+    /// every query's text and every kept answer.
     pub fn backup(path: &Path, to: &Path) -> Result<Backup> {
         if to.exists() {
             return Err(storage(
@@ -81,58 +97,59 @@ impl Ledger {
                 "exists already: a backup never overwrites a file",
             ));
         }
-        let partial = beside(to, "partial");
+        let partial = private_file(to, "partial")?;
+        let copied = copy_into(path, &partial, to).and_then(|taken| {
+            let summary = mark(&partial, &taken)?;
+            sync(&partial)?;
+            // A link fails if `to` appeared meanwhile: nothing is replaced.
+            std::fs::hard_link(&partial, to).map_err(|e| storage(to, &e.to_string()))?;
+            Ok(summary)
+        });
         let _ = std::fs::remove_file(&partial);
-        let source = open(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
-        let target = text_of(&partial)?;
-        let taken: String = source
-            .query_row("SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", [], |r| {
-                r.get(0)
-            })
-            .map_err(|e| ledger_error(path, e))?;
-        source
-            .execute("VACUUM INTO ?1", [target])
-            .map_err(|e| ledger_error(path, e))?;
-        drop(source);
-        let summary = mark(&partial, &taken).inspect_err(|_| {
-            let _ = std::fs::remove_file(&partial);
-        })?;
-        sync(&partial)?;
-        std::fs::rename(&partial, to).map_err(|e| storage(to, &e.to_string()))?;
         sync_folder(to);
-        Ok(summary)
+        copied
     }
 
     /// Puts the backup `from` (made by [`Ledger::backup`]) in place of the
-    /// ledger at `path`, which no one may be using. The ledger in place, if
-    /// any, is kept beside it as `<file>.before-restore` (numbered if that
-    /// exists). Refused, with nothing changed, when `from` is not a sound
-    /// backup, or when `restore` keeps later charges and the ledger in
-    /// place has spent more than `from` on some account.
+    /// ledger at `path`, which no one may be using. The file put in place
+    /// is a copy of `from`, checked after it was copied. The ledger it
+    /// replaces, if any, is copied first to `<file>.before-restore`
+    /// (numbered if that exists), with its write-ahead log; the copy is put
+    /// in place by one rename. Refused, with nothing changed, when `from` is
+    /// not a sound backup, or as [`Restore::KeepLaterChanges`] says.
     pub fn restore(from: &Path, path: &Path, restore: Restore) -> Result<Backup> {
-        let (summary, backed_up) = read_backup(from)?;
-        if restore == Restore::KeepLaterCharges && path.exists() {
-            let later = spent_since(path, &backed_up)?;
-            if later > 0 {
-                return Err(LedgerError::Budget(format!(
-                    "{later} account(s) in the ledger in place have spent more since this backup \
-                     was taken ({}): restoring it would grant that budget again",
-                    summary.taken
-                )));
-            }
-        }
-        let restoring = beside(path, "restoring");
+        let restoring = private_file(path, "restoring")?;
+        let restored = std::fs::copy(from, &restoring)
+            .map_err(|e| storage(from, &e.to_string()))
+            .and_then(|_| put_back(&restoring, path, restore));
         let _ = std::fs::remove_file(&restoring);
-        std::fs::copy(from, &restoring).map_err(|e| storage(&restoring, &e.to_string()))?;
-        unmark(&restoring)?;
-        sync(&restoring)?;
-        if path.exists() {
-            set_aside(path)?;
-        }
-        std::fs::rename(&restoring, path).map_err(|e| storage(path, &e.to_string()))?;
-        sync_folder(path);
-        Ok(summary)
+        restored
     }
+}
+
+/// Checks the copy `restoring`, and the ledger in place as `restore` says,
+/// then moves the ledger in place aside and `restoring` into its place.
+fn put_back(restoring: &Path, path: &Path, restore: Restore) -> Result<Backup> {
+    let (summary, backed_up) = read_backup(restoring)?;
+    let in_place = path.exists() || with_suffix(path, "-wal").exists();
+    if restore == Restore::KeepLaterChanges && in_place {
+        let changed = changed_since(path, &backed_up)?;
+        if changed > 0 {
+            return Err(LedgerError::Budget(format!(
+                "{changed} account(s) in the ledger in place changed since this backup was taken \
+                 ({}): restoring it would grant spent budget again or raise a lowered total",
+                summary.taken
+            )));
+        }
+    }
+    unmark(restoring)?;
+    sync(restoring)?;
+    if in_place {
+        set_aside(path)?;
+    }
+    std::fs::rename(restoring, path).map_err(|e| storage(path, &e.to_string()))?;
+    sync_folder(path);
+    Ok(summary)
 }
 
 fn storage(path: &Path, reason: &str) -> LedgerError {
@@ -142,22 +159,56 @@ fn storage(path: &Path, reason: &str) -> LedgerError {
     }
 }
 
-/// `<file>.<suffix>` beside `path`.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
+/// `<file><suffix>` beside `path`.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{suffix}"));
+    name.push(suffix);
     PathBuf::from(name)
 }
 
-fn text_of(path: &Path) -> Result<&str> {
-    path.to_str()
-        .ok_or_else(|| storage(path, "a backup's path must be UTF-8"))
+/// A new empty file `<file>.<what>-<pid>-<n>` beside `path`, readable and
+/// writable by its owner only.
+fn private_file(path: &Path, what: &str) -> Result<PathBuf> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut last = None;
+    for n in 0..100 {
+        let candidate = with_suffix(path, &format!(".{what}-{}-{n}", std::process::id()));
+        match options.open(&candidate) {
+            Ok(_) => return Ok(candidate),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(storage(
+        path,
+        &last.map_or(String::new(), |e| e.to_string()),
+    ))
+}
+
+/// `VACUUM INTO` the empty file `partial`; the time it began. Failures
+/// name `to`, the backup asked for.
+fn copy_into(path: &Path, partial: &Path, to: &Path) -> Result<String> {
+    let source = open(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+    let target = partial
+        .to_str()
+        .ok_or_else(|| storage(to, "a backup's path must be UTF-8"))?;
+    let taken: String = source
+        .query_row("SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| ledger_error(path, e))?;
+    source
+        .execute("VACUUM INTO ?1", [target])
+        .map_err(|e| ledger_error(to, e))?;
+    Ok(taken)
 }
 
 /// An existing file, opened with `flags` (never created).
 fn open(path: &Path, flags: OpenFlags) -> Result<Connection> {
     if !path.is_file() {
-        return Err(storage(path, "no such file"));
+        return Err(storage(path, "is not a file"));
     }
     let connection = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|e| ledger_error(path, e))?;
@@ -199,7 +250,7 @@ fn check_sound(connection: &Connection, path: &Path) -> Result<()> {
             "is damaged (SQLite's integrity check failed)",
         ));
     }
-    spending(connection, path).map(drop)
+    snapshot(connection, path).map(drop)
 }
 
 fn summary(connection: &Connection, path: &Path, taken: String) -> Result<Backup> {
@@ -218,8 +269,8 @@ fn summary(connection: &Connection, path: &Path, taken: String) -> Result<Backup
     })
 }
 
-/// A backup's summary and spending, refused unless it is one, and sound.
-fn read_backup(from: &Path) -> Result<(Backup, Spending)> {
+/// A backup's summary and snapshot, refused unless it is one, and sound.
+fn read_backup(from: &Path) -> Result<(Backup, Snapshot)> {
     let connection = open(from, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let taken: Option<String> = connection
         .query_row(&format!("SELECT taken FROM {MARK}"), [], |r| r.get(0))
@@ -232,64 +283,99 @@ fn read_backup(from: &Path) -> Result<(Backup, Spending)> {
     check_sound(&connection, from)?;
     Ok((
         summary(&connection, from, taken)?,
-        spending(&connection, from)?,
+        snapshot(&connection, from)?,
     ))
 }
 
-fn spending(connection: &Connection, path: &Path) -> Result<Spending> {
+fn snapshot(connection: &Connection, path: &Path) -> Result<Snapshot> {
+    let error = |e| ledger_error(path, e);
     let mut statement = connection
-        .prepare("SELECT account, spent_units, spent_delta, spent_rho FROM accounts")
-        .map_err(|e| ledger_error(path, e))?;
+        .prepare(
+            "SELECT account, spent_units, spent_delta, spent_rho, spent_spread, spent_tail,
+                    formless, concentrated_terms, epsilon_units, delta FROM accounts",
+        )
+        .map_err(error)?;
     let rows = statement
-        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
-        .map_err(|e| ledger_error(path, e))?;
-    rows.collect::<rusqlite::Result<_>>()
-        .map_err(|e| ledger_error(path, e))
+        .query_map([], |r| {
+            let mut account = Account::default();
+            for (i, grows) in account.grows.iter_mut().enumerate() {
+                *grows = r.get(i + 1)?;
+            }
+            account.totals = [r.get(8)?, r.get(9)?];
+            Ok((r.get(0)?, account))
+        })
+        .map_err(error)?;
+    let accounts = rows.collect::<rusqlite::Result<_>>().map_err(error)?;
+    let last_charge = connection
+        .query_row("SELECT COALESCE(MAX(id), 0) FROM spends", [], |r| r.get(0))
+        .map_err(error)?;
+    Ok(Snapshot {
+        accounts,
+        last_charge,
+    })
 }
 
-/// How many accounts of the ledger at `path` have spent more than
-/// `backed_up` says (an account the backup lacks, anything at all).
-fn spent_since(path: &Path, backed_up: &Spending) -> Result<usize> {
+/// How many accounts of the ledger at `path` changed since `backed_up` in
+/// a way putting it back would undo: an account it lacks, anything that
+/// only grows with charges grown, a total lowered; any charge after its
+/// last counts against every account.
+fn changed_since(path: &Path, backed_up: &Snapshot) -> Result<usize> {
     let unreadable = |_| {
         LedgerError::Budget(format!(
-            "the ledger in place ({}) cannot be read, so what it spent since the backup is unknown",
+            "the ledger in place ({}) cannot be read, so what it did since the backup is unknown",
             path.display()
         ))
     };
-    let connection = open(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(unreadable)?;
-    let now = spending(&connection, path).map_err(unreadable)?;
+    let connection = open(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(unreadable)?;
+    let now = snapshot(&connection, path).map_err(unreadable)?;
+    if now.last_charge > backed_up.last_charge {
+        return Ok(now.accounts.len().max(1));
+    }
     Ok(now
+        .accounts
         .iter()
-        .filter(|&(account, &(units, delta, rho))| {
-            let (was_units, was_delta, was_rho) =
-                backed_up.get(account).copied().unwrap_or((0, 0.0, 0.0));
-            units > was_units || delta > was_delta || rho > was_rho
+        .filter(|&(name, account)| match backed_up.accounts.get(name) {
+            None => true,
+            Some(then) => {
+                let grew = account
+                    .grows
+                    .iter()
+                    .zip(then.grows)
+                    .any(|(now, then)| *now > then);
+                let lowered = account
+                    .totals
+                    .iter()
+                    .zip(then.totals)
+                    .any(|(now, then)| *now < then);
+                grew || lowered
+            }
         })
         .count())
 }
 
-/// Moves the ledger at `path` (with its write-ahead log, checkpointed
-/// first where it can be) to a free `<file>.before-restore[.N]`.
+/// Copies the ledger at `path` (checkpointed first where it can be) to a
+/// free `<file>.before-restore[.N]`, and moves its write-ahead log and
+/// shared memory beside that copy, so neither is read with the file put
+/// in place.
 fn set_aside(path: &Path) -> Result<()> {
     if let Ok(connection) = open(path, OpenFlags::SQLITE_OPEN_READ_WRITE) {
         let _ = connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
     }
-    let aside = (0..)
+    let aside = (0..u32::MAX)
         .map(|n| match n {
-            0 => beside(path, "before-restore"),
-            n => beside(path, &format!("before-restore.{n}")),
+            0 => with_suffix(path, ".before-restore"),
+            n => with_suffix(path, &format!(".before-restore.{n}")),
         })
         .find(|candidate| !candidate.exists())
-        .expect("some name is free");
-    std::fs::rename(path, &aside).map_err(|e| storage(path, &e.to_string()))?;
+        .ok_or_else(|| storage(path, "no free name to keep it under"))?;
+    if path.exists() {
+        std::fs::copy(path, &aside).map_err(|e| storage(path, &e.to_string()))?;
+        sync(&aside)?;
+    }
     for suffix in ["-wal", "-shm"] {
-        let mut log = path.as_os_str().to_owned();
-        log.push(suffix);
-        let log = PathBuf::from(log);
+        let log = with_suffix(path, suffix);
         if log.exists() {
-            let mut moved = aside.as_os_str().to_owned();
-            moved.push(suffix);
-            std::fs::rename(&log, PathBuf::from(moved))
+            std::fs::rename(&log, with_suffix(&aside, suffix))
                 .map_err(|e| storage(&log, &e.to_string()))?;
         }
     }
@@ -344,8 +430,8 @@ mod tests {
     }
 
     #[test]
-    fn backups_under_racing_charges_are_snapshots_and_a_restore_never_grants_spent_budget_unasked()
-    {
+    fn backups_taken_while_charges_race_are_consistent_and_a_restore_never_grants_spent_budget_unasked()
+     {
         let folder = folder("racing");
         let path = folder.join("ledger.sqlite");
         for account in ["ann/adult", "bob/adult"] {
@@ -380,9 +466,18 @@ mod tests {
             .charge(PrivacyLoss::pure(0.01).unwrap(), "after every copy")
             .unwrap();
         for copy in &copies {
-            let charges = sums_agree_with_charges(copy);
-            assert!(charges <= 120, "{charges}");
-            assert!(!beside(copy, "partial").exists());
+            sums_agree_with_charges(copy);
+            let partials = std::fs::read_dir(&folder)
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .contains(".partial")
+                })
+                .count();
+            assert_eq!(partials, 0);
         }
         let last = folder.join("last.sqlite");
         assert_eq!(Ledger::backup(&path, &last).unwrap().charges, 121);
@@ -394,20 +489,17 @@ mod tests {
         // The first copy was taken before the last charge: putting it back
         // is refused unless asked for, and nothing changes.
         let early = &copies[0];
-        let (_, spent_then) = read_backup(early).unwrap();
-        let refused = Ledger::restore(early, &path, Restore::KeepLaterCharges).unwrap_err();
-        assert!(
-            refused.to_string().contains("spent more since"),
-            "{refused}"
-        );
+        let (_, then) = read_backup(early).unwrap();
+        let refused = Ledger::restore(early, &path, Restore::KeepLaterChanges).unwrap_err();
+        assert!(refused.to_string().contains("changed since"), "{refused}");
         assert_eq!(sums_agree_with_charges(&path), 121);
         // The last copy has everything: it goes back without being asked.
-        Ledger::restore(&last, &path, Restore::KeepLaterCharges).unwrap();
-        assert!(beside(&path, "before-restore").exists());
-        Ledger::restore(early, &path, Restore::ForgetLaterCharges).unwrap();
-        assert!(beside(&path, "before-restore.1").exists());
+        Ledger::restore(&last, &path, Restore::KeepLaterChanges).unwrap();
+        assert!(with_suffix(&path, ".before-restore").exists());
+        Ledger::restore(early, &path, Restore::ForgetLaterChanges).unwrap();
+        assert!(with_suffix(&path, ".before-restore.1").exists());
         let connection = open(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-        assert_eq!(spending(&connection, &path).unwrap(), spent_then);
+        assert_eq!(snapshot(&connection, &path).unwrap(), then);
         let marked: i64 = connection
             .query_row(
                 &format!("SELECT COUNT(*) FROM sqlite_master WHERE name = '{MARK}'"),
@@ -434,11 +526,11 @@ mod tests {
         let error = Ledger::restore(
             &path,
             &folder.join("other.sqlite"),
-            Restore::ForgetLaterCharges,
+            Restore::ForgetLaterChanges,
         )
         .unwrap_err();
         assert!(error.to_string().contains("not a backup"), "{error}");
-        assert!(Ledger::restore(&folder.join("none"), &path, Restore::ForgetLaterCharges).is_err());
+        assert!(Ledger::restore(&folder.join("none"), &path, Restore::ForgetLaterChanges).is_err());
         // A damaged backup is refused, and the ledger in place stays.
         let copy = folder.join("copy.sqlite");
         Ledger::backup(&path, &copy).unwrap();
@@ -447,10 +539,45 @@ mod tests {
         bytes[half..].iter_mut().for_each(|b| *b = 0xA5);
         let damaged = folder.join("damaged.sqlite");
         std::fs::write(&damaged, &bytes).unwrap();
-        let error = Ledger::restore(&damaged, &path, Restore::ForgetLaterCharges).unwrap_err();
+        let error = Ledger::restore(&damaged, &path, Restore::ForgetLaterChanges).unwrap_err();
         assert!(!error.to_string().contains('\n'), "{error}");
-        assert!(!beside(&path, "before-restore").exists());
+        assert!(!with_suffix(&path, ".before-restore").exists());
         assert!(Ledger::account_state(&path, "ann/adult").unwrap().is_some());
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn a_refund_then_a_smaller_charge_or_a_lowered_total_since_the_backup_is_not_undone_unasked() {
+        let folder = folder("refund");
+        let path = folder.join("ledger.sqlite");
+        Ledger::grant(&path, "ann/adult", 10.0, 0.0).unwrap();
+        let ledger = Ledger::open_account(&path, "ann/adult").unwrap();
+        let first = ledger
+            .charge(PrivacyLoss::pure(1.0).unwrap(), "first")
+            .unwrap();
+        let copy = folder.join("copy.sqlite");
+        Ledger::backup(&path, &copy).unwrap();
+        // A refund and a smaller charge: every sum of ε and δ is at most
+        // the copy's, but the charge paid for an answer the copy knows
+        // nothing of, and the copy would reopen the concentrated accountant
+        // that charge (it has no concentrated form) closed.
+        ledger.refund(first).unwrap();
+        let second = ledger
+            .charge(PrivacyLoss::pure(0.5).unwrap(), "second")
+            .unwrap();
+        let refused = Ledger::restore(&copy, &path, Restore::KeepLaterChanges).unwrap_err();
+        assert!(refused.to_string().contains("changed since"), "{refused}");
+        // A refund alone: putting the copy back charges it again, which is safe.
+        let refunded = folder.join("refunded.sqlite");
+        Ledger::backup(&path, &refunded).unwrap();
+        ledger.refund(second).unwrap();
+        Ledger::restore(&refunded, &path, Restore::KeepLaterChanges).unwrap();
+        // A total lowered since would be raised again.
+        let lowered = folder.join("lowered.sqlite");
+        Ledger::backup(&path, &lowered).unwrap();
+        Ledger::grant(&path, "ann/adult", 2.0, 0.0).unwrap();
+        let refused = Ledger::restore(&lowered, &path, Restore::KeepLaterChanges).unwrap_err();
+        assert!(refused.to_string().contains("changed since"), "{refused}");
         std::fs::remove_dir_all(&folder).unwrap();
     }
 }

@@ -5,6 +5,7 @@
 //! ([`dpkit_ledger::Ledger::backup`]); a restore that would grant spent
 //! budget again is refused unless asked for.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use dpkit_ledger::{Backup, Ledger, Restore};
@@ -24,6 +25,7 @@ pub struct StateBackup {
 
 /// Copies the state of `config`'s server, running or not, to `to`.
 pub fn backup(config: &Config, to: &Path) -> Result<StateBackup> {
+    let _shared = crate::server::share_state(config)?;
     let ledger = Ledger::backup(&config.state_path(), to)?;
     Ok(StateBackup {
         analysts: analysts_in(to)?,
@@ -33,16 +35,60 @@ pub fn backup(config: &Config, to: &Path) -> Result<StateBackup> {
 
 /// Puts the backup `from` in place of `config`'s state. Refused while a
 /// server uses the state, when `from` is not a backup of a server's state,
-/// or (with [`Restore::KeepLaterCharges`]) when an account has spent more
-/// since `from` was taken. The state it replaces is kept beside it.
+/// or (with [`Restore::KeepLaterChanges`]) when the state in place changed
+/// since in a way the backup would undo: a charge, a lowered total (see
+/// [`Ledger::restore`]), or a key revoked or replaced, which would work
+/// again. The state it replaces is kept beside it.
 pub fn restore(config: &Config, from: &Path, restore: Restore) -> Result<StateBackup> {
-    std::fs::create_dir_all(&config.state_dir).map_err(|e| {
-        ServeError::State(format!("cannot create {}: {e}", config.state_dir.display()))
-    })?;
-    let _lock = crate::server::lock_state(config)?;
+    let _server = crate::server::lock_state(config)?;
+    let _commands = crate::server::restore_state(config)?;
     let analysts = analysts_in(from)?;
-    let ledger = Ledger::restore(from, &config.state_path(), restore)?;
+    let state = config.state_path();
+    if restore == Restore::KeepLaterChanges && state.exists() {
+        let keys = keys_changed_since(&state, from)?;
+        if keys > 0 {
+            return Err(dpkit_ledger::LedgerError::Budget(format!(
+                "{keys} analyst key(s) were revoked or replaced since this backup was taken: \
+                 restoring it would make them work again"
+            ))
+            .into());
+        }
+    }
+    let ledger = Ledger::restore(from, &state, restore)?;
     Ok(StateBackup { ledger, analysts })
+}
+
+/// Each analyst's key hash and whether it is revoked, in the state file
+/// `path` opened with `flags`.
+fn keys_in(path: &Path, flags: OpenFlags) -> Result<BTreeMap<String, (String, bool)>> {
+    let unreadable = |_| {
+        ServeError::State(format!(
+            "{} cannot be read, so which keys changed since the backup is unknown",
+            path.display()
+        ))
+    };
+    let connection = Connection::open_with_flags(path, flags).map_err(unreadable)?;
+    let mut statement = connection
+        .prepare("SELECT name, key_hash, revoked IS NOT NULL FROM analysts")
+        .map_err(unreadable)?;
+    let rows = statement
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+        .map_err(unreadable)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(unreadable)
+}
+
+/// How many keys of the state at `path` putting `from` back would make
+/// work again: revoked since, or replaced by another.
+fn keys_changed_since(path: &Path, from: &Path) -> Result<usize> {
+    let then = keys_in(from, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let now = keys_in(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+    Ok(then
+        .iter()
+        .filter(|(name, (hash, revoked))| match now.get(*name) {
+            Some((now_hash, now_revoked)) => !revoked && (*now_revoked || now_hash != hash),
+            None => false,
+        })
+        .count())
 }
 
 /// The number of analysts in the state file `path`, read without writing.

@@ -180,13 +180,15 @@ pub fn write_load(out: &mut String, running: usize, waiting: usize) {
 pub fn write_budgets(out: &mut String, accounts: &[(String, BudgetState)]) {
     type Field = fn(&BudgetState) -> f64;
     let gauges: [(&str, &str, Field); 5] = [
-        ("dpkit_budget_epsilon", "Total ε granted.", |s| {
+        ("dpkit_budget_total_epsilon", "Total ε granted.", |s| {
             s.total_epsilon
         }),
         ("dpkit_budget_spent_epsilon", "ε spent.", |s| {
             s.spent_epsilon
         }),
-        ("dpkit_budget_delta", "Total δ granted.", |s| s.total_delta),
+        ("dpkit_budget_total_delta", "Total δ granted.", |s| {
+            s.total_delta
+        }),
         ("dpkit_budget_spent_delta", "δ spent.", |s| s.spent_delta),
         (
             "dpkit_budget_queries",
@@ -251,5 +253,10 @@ mod tests {
             !text.contains("SELECT") && !text.contains("secret"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn label_values_are_escaped_as_the_text_format_says() {
+        assert_eq!(escaped("a\\b\"c\nd"), r#"a\\b\"c\nd"#);
     }
 }

@@ -24,8 +24,12 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// 200 while the state database answers a read, 503 otherwise.
+/// 200 while the state database answers a read, 503 otherwise, and once
+/// the server is stopping.
 async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
+    if app.is_stopping() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "stopping\n");
+    }
     let check = tokio::task::spawn_blocking(move || app.accounts().is_ok()).await;
     match check {
         Ok(true) => (StatusCode::OK, "ok\n"),

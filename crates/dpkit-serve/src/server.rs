@@ -24,9 +24,6 @@ impl Server {
     /// 0 picks a free one). Only one server may use a state directory: a
     /// second is refused, since kept answers need one writer.
     pub async fn bind(config: &Config) -> Result<Self> {
-        std::fs::create_dir_all(&config.state_dir).map_err(|e| {
-            ServeError::State(format!("cannot create {}: {e}", config.state_dir.display()))
-        })?;
         let lock = lock_state(config)?;
         let analysts = Analysts::open(&config.state_path())?;
         let datasets = {
@@ -92,6 +89,11 @@ impl Server {
                     .await
             })
         });
+        let marked = app.clone();
+        let stop = async move {
+            stop.await;
+            marked.stop_serving();
+        };
         let served = axum::serve(self.listener, router(self.app, crate::web::routes()))
             .with_graceful_shutdown(stop)
             .await
@@ -102,7 +104,16 @@ impl Server {
         }
         // The engines own runtimes, which may only be dropped where
         // blocking is allowed.
-        let _ = tokio::task::spawn_blocking(move || drop(app)).await;
+        // A connection axum has not yet dropped may still hold the app, for
+        // a moment: the last holder drops it, so wait for the others.
+        let _ = tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while Arc::strong_count(&app) > 1 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            drop(app)
+        })
+        .await;
         served
     }
 }
@@ -113,21 +124,56 @@ async fn listen(address: SocketAddr) -> Result<TcpListener> {
         .map_err(|e| ServeError::Io(format!("cannot listen on {address}: {e}")))
 }
 
-/// Holds the state directory of `config` for this process alone: a server
-/// or a restore; refused while another holds it.
+/// Holds the state directory of `config` (made if need be) for this
+/// process alone: a server or a restore; refused while another holds it.
 pub(crate) fn lock_state(config: &Config) -> Result<std::fs::File> {
-    let path = config.state_dir.join("serve.lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| ServeError::State(format!("cannot open {}: {e}", path.display())))?;
+    let file = lock_file(config, "serve.lock")?;
     file.try_lock().map_err(|_| {
         ServeError::State(format!(
-            "another server is using {} (its lock is held)",
+            "another dpkit serve (a server or a restore) is using {} (its lock is held)",
             config.state_dir.display()
         ))
     })?;
     Ok(file)
+}
+
+/// Holds the state of `config` against a restore, while a command changes
+/// or copies it (an analyst command, a backup): shared between such
+/// commands, and refused while a restore runs. Kept until dropped.
+pub fn share_state(config: &Config) -> Result<std::fs::File> {
+    let file = lock_file(config, "restore.lock")?;
+    file.try_lock_shared().map_err(|_| {
+        ServeError::State(format!(
+            "a restore is under way in {}",
+            config.state_dir.display()
+        ))
+    })?;
+    Ok(file)
+}
+
+/// Holds the state of `config` for a restore: refused while a command
+/// holds it shared ([`share_state`]).
+pub(crate) fn restore_state(config: &Config) -> Result<std::fs::File> {
+    let file = lock_file(config, "restore.lock")?;
+    file.try_lock().map_err(|_| {
+        ServeError::State(format!(
+            "another command is changing or copying {}: try again when it ends",
+            config.state_dir.display()
+        ))
+    })?;
+    Ok(file)
+}
+
+/// The lock file `name` in the state directory (made if need be).
+fn lock_file(config: &Config, name: &str) -> Result<std::fs::File> {
+    std::fs::create_dir_all(&config.state_dir).map_err(|e| {
+        ServeError::State(format!("cannot create {}: {e}", config.state_dir.display()))
+    })?;
+    let path = config.state_dir.join(name);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| ServeError::State(format!("cannot open {}: {e}", path.display())))
 }

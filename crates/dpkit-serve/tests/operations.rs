@@ -108,7 +108,7 @@ fn operators_see_health_and_metrics_on_their_own_address_and_analysts_do_not() {
         "dpkit_wait_seconds_count 2",
         "dpkit_runs 0",
         "dpkit_waiting 0",
-        "dpkit_budget_epsilon{analyst=\"ann\",dataset=\"adult\"} 10",
+        "dpkit_budget_total_epsilon{analyst=\"ann\",dataset=\"adult\"} 10",
         "dpkit_budget_spent_epsilon{analyst=\"ann\",dataset=\"adult\"} 0.5",
         "dpkit_budget_queries{analyst=\"ann\",dataset=\"adult\"} 1",
     ] {
@@ -188,8 +188,8 @@ fn a_backup_taken_under_load_restores_every_account_and_key_and_never_grants_spe
     assert!(then[0].spent_epsilon >= 0.25);
 
     // No restore while the server runs.
-    let running = restore(&server.config, &file, Restore::ForgetLaterCharges).unwrap_err();
-    assert!(running.to_string().contains("another server"), "{running}");
+    let running = restore(&server.config, &file, Restore::ForgetLaterChanges).unwrap_err();
+    assert!(running.to_string().contains("is using"), "{running}");
 
     let mut server = server;
     server.stop();
@@ -197,18 +197,15 @@ fn a_backup_taken_under_load_restores_every_account_and_key_and_never_grants_spe
         .unwrap()
         .unwrap();
     assert!((now.spent_epsilon - 0.46).abs() < 1e-9, "{now:?}");
-    let refused = restore(&server.config, &file, Restore::KeepLaterCharges).unwrap_err();
-    assert!(
-        refused.to_string().contains("spent more since"),
-        "{refused}"
-    );
+    let refused = restore(&server.config, &file, Restore::KeepLaterChanges).unwrap_err();
+    assert!(refused.to_string().contains("changed since"), "{refused}");
     assert_eq!(
         Ledger::account_state(&server.state, "ann/adult")
             .unwrap()
             .unwrap(),
         now
     );
-    restore(&server.config, &file, Restore::ForgetLaterCharges).unwrap();
+    restore(&server.config, &file, Restore::ForgetLaterChanges).unwrap();
     for (account, then) in ["ann/adult", "bob/adult"].iter().zip(&then) {
         let restored = Ledger::account_state(&server.state, account)
             .unwrap()
@@ -231,5 +228,26 @@ fn a_backup_taken_under_load_restores_every_account_and_key_and_never_grants_spe
     assert_eq!(
         (again["replay"].as_bool(), &again["rows"]),
         (Some(true), &kept["rows"])
+    );
+
+    // No restore while an analyst command or a backup holds the state.
+    let mut server = server;
+    server.stop();
+    let shared = dpkit_serve::server::share_state(&server.config).unwrap();
+    let busy = restore(&server.config, &file, Restore::ForgetLaterChanges).unwrap_err();
+    assert!(busy.to_string().contains("another command"), "{busy}");
+    drop(shared);
+
+    // A key revoked since the copy would work again: refused unless asked.
+    dpkit_serve::analysts::Analysts::open(&server.state)
+        .unwrap()
+        .revoke("bob")
+        .unwrap();
+    let refused = restore(&server.config, &file, Restore::KeepLaterChanges).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("1 analyst key(s) were revoked"),
+        "{refused}"
     );
 }

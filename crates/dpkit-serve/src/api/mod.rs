@@ -45,13 +45,19 @@ pub struct App {
     turns: Arc<turns::Turns>,
     stripes: Vec<Arc<tokio::sync::Mutex<()>>>,
     metrics: Metrics,
+    /// A connection of the metrics' own, so a scrape never holds `grants`.
+    accounts: Mutex<dpkit_query::Ledger>,
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl App {
     /// The state of a server over `datasets`.
     pub fn new(datasets: Vec<Dataset>, analysts: Analysts, limits: Limits) -> crate::Result<Self> {
         let grants = Mutex::new(dpkit_ledger::Ledger::reader(analysts.path())?);
+        let accounts = Mutex::new(dpkit_ledger::Ledger::reader(analysts.path())?);
         Ok(Self {
+            accounts,
+            stopping: Default::default(),
             grants,
             ledgers: Arc::default(),
             datasets,
@@ -67,11 +73,22 @@ impl App {
 
     /// Every account in the state database, with its budget.
     pub(crate) fn accounts(&self) -> crate::Result<Vec<(String, dpkit_ledger::BudgetState)>> {
-        let grants = self
-            .grants
+        let reader = self
+            .accounts
             .lock()
             .map_err(|_| crate::ServeError::State("a reader failed".into()))?;
-        Ok(grants.every_account()?)
+        Ok(reader.every_account()?)
+    }
+
+    /// Marks the server as stopping: `/health` then answers 503.
+    pub(crate) fn stop_serving(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the server is stopping.
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The metrics (see [`metrics`]), if the state database can be read.

@@ -153,8 +153,13 @@ fn budget_line(state: &BudgetState) -> String {
         }
         _ => String::new(),
     };
+    let kept = if state.plain_delta < state.total_delta {
+        "the other half of δ backs the concentrated accountant; "
+    } else {
+        ""
+    };
     format!(
-        "remaining ε = {} of {}, δ = {} of {} ({} {} charged{past})",
+        "remaining ε = {} of {}, δ = {} of {} ({kept}{} {} charged{past})",
         shown_epsilon(state.remaining_epsilon()),
         shown_epsilon(state.total_epsilon),
         small(state.remaining_delta()),

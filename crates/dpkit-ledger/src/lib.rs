@@ -66,6 +66,9 @@ pub struct BudgetState {
     pub spent_epsilon: f64,
     /// δ spent by committed queries.
     pub spent_delta: f64,
+    /// The δ plain sums of (ε, δ) may spend: all of `total_delta`, or half
+    /// of it where the other half backs the concentrated accountant.
+    pub plain_delta: f64,
     /// Queries charged and not refunded.
     pub queries: u64,
     /// What the concentrated accountant has spent, if it keeps this budget
@@ -150,9 +153,19 @@ impl BudgetState {
         (self.total_epsilon - self.spent_epsilon).max(0.0)
     }
 
-    /// δ left.
+    /// δ left to plain sums: what a query's δ may still be.
+    ///
+    /// ```
+    /// use dpkit_ledger::Ledger;
+    /// let path = std::env::temp_dir().join(format!("doc-delta-{}.sqlite", std::process::id()));
+    /// # let _ = std::fs::remove_file(&path);
+    /// let state = Ledger::open(&path, 1.0, 1e-6).unwrap().state().unwrap();
+    /// // Half of δ backs the concentrated accountant.
+    /// assert_eq!((state.plain_delta, state.remaining_delta()), (5e-7, 5e-7));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
     pub fn remaining_delta(&self) -> f64 {
-        (self.total_delta - self.spent_delta).max(0.0)
+        (self.plain_delta - self.spent_delta).max(0.0)
     }
 
     /// Whether plain sums of (ε, δ) have passed their share of the budget
@@ -679,6 +692,7 @@ fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<Budget
         total_delta: totals.total_delta,
         spent_epsilon: from_units(totals.spent_units),
         spent_delta: totals.spent_delta,
+        plain_delta: filter.map_or(totals.total_delta, |f| f.sums_delta()),
         queries: u64::try_from(totals.queries).unwrap_or(0),
         concentrated,
     })

@@ -106,7 +106,8 @@ pub struct Budget {
     pub total_delta: f64,
     /// δ spent.
     pub spent_delta: f64,
-    /// δ left.
+    /// δ left to plain sums: what a query's δ may still be (half of the
+    /// total's at most, where the other half backs `concentrated`).
     pub remaining_delta: f64,
     /// Queries charged.
     pub queries: u64,

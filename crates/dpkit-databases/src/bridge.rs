@@ -9,7 +9,8 @@
 //! batch: the embedded engine's semantics exactly, and never an error
 //! (a value SQLite hands over in an unexpected form is NULL). SQLite keeps
 //! only what it cannot get wrong: comparisons, AND/OR/NOT, IS NULL, IN,
-//! BETWEEN, CASE, COUNT, GROUP BY and the window that caps each person.
+//! BETWEEN, CASE, COUNT, GROUP BY and the window that caps each person,
+//! and the cutting of a sum's `steps,count` text in two (`counted_sums`).
 //!
 //! One difference is SQLite's and cannot be helped: it has no NaN (it
 //! stores NaN as NULL), so a NaN between two functions reads as NULL.
@@ -40,8 +41,14 @@ pub(crate) enum Sqlite {
         node: Arc<dyn PhysicalExpr>,
         schema: SchemaRef,
     },
-    /// `dpkit_exact_sum` by `rule`: on its grid, after its clamp if any.
-    ExactSum { name: String, rule: Steps },
+    /// `dpkit_exact_sum` by `rule`: on its grid, after its clamp if any;
+    /// `counted`: it counts its non-NULL values too, for a `count` of the
+    /// same value (`counted_sums`), and returns `steps,count`.
+    ExactSum {
+        name: String,
+        rule: Steps,
+        counted: bool,
+    },
     /// A group's quantile cells, as `cell:count` pairs (`1:40,2:3`).
     Cells { name: String },
 }
@@ -107,6 +114,21 @@ impl Sqlite {
         ))
     }
 
+    /// The name of an exact sum.
+    pub(crate) fn sum_name(&self) -> Option<String> {
+        match self {
+            Self::ExactSum { name, .. } => Some(name.clone()),
+            _ => None,
+        }
+    }
+
+    /// Makes an exact sum named in `names` count its values too.
+    pub(crate) fn count_if_named(&mut self, names: &[String]) {
+        if let Self::ExactSum { name, counted, .. } = self {
+            *counted |= names.contains(name);
+        }
+    }
+
     /// Registers the function on `connection`.
     pub(crate) fn register(&self, connection: &rusqlite::Connection) -> rusqlite::Result<()> {
         let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
@@ -118,11 +140,18 @@ impl Sqlite {
                     Ok(evaluate(&node, &schema, context))
                 })
             }
-            Self::ExactSum { name, rule } => connection.create_aggregate_function(
+            Self::ExactSum {
+                name,
+                rule,
+                counted,
+            } => connection.create_aggregate_function(
                 name.as_str(),
                 1,
                 flags,
-                ExactSumAggregate { rule: *rule },
+                ExactSumAggregate {
+                    rule: *rule,
+                    counted: *counted,
+                },
             ),
             Self::Cells { name } => {
                 connection.create_aggregate_function(name.as_str(), 1, flags, CellsAggregate)
@@ -213,28 +242,44 @@ fn sqlite_value(value: &ScalarValue) -> Value {
     }
 }
 
-/// The embedded engine's exact sum, row by row.
+/// The embedded engine's exact sum, row by row, and with `counted` the
+/// count of its non-NULL values, as SQLite's `count` counts them.
 struct ExactSumAggregate {
     rule: Steps,
+    counted: bool,
 }
 
 /// Its steps leave SQLite as text: 128 bits do not fit an SQLite integer.
-impl Aggregate<RowSum, String> for ExactSumAggregate {
-    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<RowSum> {
-        Ok(RowSum::default())
+impl Aggregate<(RowSum, i64), String> for ExactSumAggregate {
+    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<(RowSum, i64)> {
+        Ok((RowSum::default(), 0))
     }
 
-    fn step(&self, context: &mut Context<'_>, sum: &mut RowSum) -> rusqlite::Result<()> {
+    fn step(&self, context: &mut Context<'_>, state: &mut (RowSum, i64)) -> rusqlite::Result<()> {
+        let (sum, count) = state;
         match context.get_raw(0) {
             ValueRef::Real(x) => sum.add(x, &self.rule),
             ValueRef::Integer(i) => sum.add(i as f64, &self.rule),
-            _ => {}
+            ValueRef::Null => return Ok(()),
+            ValueRef::Text(_) | ValueRef::Blob(_) => {}
         }
+        // Fewer rows than an i64 counts can reach SQLite.
+        *count += 1;
         Ok(())
     }
 
-    fn finalize(&self, _: &mut Context<'_>, sum: Option<RowSum>) -> rusqlite::Result<String> {
-        Ok(sum.unwrap_or_default().steps().to_string())
+    fn finalize(
+        &self,
+        _: &mut Context<'_>,
+        state: Option<(RowSum, i64)>,
+    ) -> rusqlite::Result<String> {
+        let (sum, count) = state.unwrap_or_default();
+        let steps = sum.steps();
+        Ok(if self.counted {
+            format!("{steps},{count}")
+        } else {
+            steps.to_string()
+        })
     }
 }
 

@@ -16,6 +16,7 @@
 //! a database cannot run safely is refused before anything is spent.
 
 mod bridge;
+mod counted_sums;
 pub mod error;
 mod exprs;
 mod flavour;

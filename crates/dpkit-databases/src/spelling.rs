@@ -340,7 +340,7 @@ fn names_apart(tokens: &[Token], flavour: Flavour) -> Result<()> {
     Ok(())
 }
 
-fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
+pub(crate) fn parse(text: &str, flavour: Flavour) -> Result<ast::Expr> {
     let dialect = dialect(flavour);
     let failed = |e: String| {
         DatabaseError::Sql(format!("cannot write the plan for {}: {e}", flavour.name()))

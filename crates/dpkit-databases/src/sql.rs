@@ -18,6 +18,8 @@
 //!    clause that reads the database table with the declared types; the
 //!    statement is checked to hold no name of the analyst's, read back as
 //!    the database will read it and compared with the tree dpkit wrote.
+//!    Before that check, on SQLite, a count of a value that the same
+//!    `SELECT` sums is made by the sum's call ([`super::counted_sums`]).
 
 use std::sync::Arc;
 
@@ -86,6 +88,9 @@ pub(crate) fn remote_plan(
     let kept = kept.collect();
     super::renamed::rename(&mut statement, &kept);
     super::spelling::spell(&mut statement, flavour)?;
+    if flavour == Flavour::Sqlite {
+        super::counted_sums::counted_by_sums(&mut statement, &mut translation.functions)?;
+    }
     super::renamed::renamed_everywhere(&statement.to_string(), &kept, flavour)?;
     let statement = super::spelling::reads_back(&statement, flavour)?;
     let defined: Vec<String> = raw_tables
@@ -290,6 +295,7 @@ impl Translation {
         self.functions.push(Sqlite::ExactSum {
             name: name.clone(),
             rule,
+            counted: false,
         });
         placeholder_call(PlaceholderAggregate::sum_named(name), aggregate)
     }

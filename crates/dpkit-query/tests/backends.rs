@@ -736,6 +736,78 @@ fn a_strict_sqlite_table_is_read_as_stored() {
     assert!(sent(&loose).contains("typeof"), "{}", sent(&loose));
 }
 
+/// On SQLite an average's sum and count are one call of dpkit's sum per
+/// row: the sum counts the values it is handed (`counted_sums`), and SQLite
+/// computes identical aggregate calls of a statement once. Its answers are
+/// the embedded engine's (the extremes and Adult above, both kinds of
+/// table); here, what SQLite makes of the SQL sent.
+#[test]
+fn a_sqlite_average_makes_one_call_per_row_for_its_sum_and_count() {
+    let dir = folder("one-call");
+    // A real column, and an integer one (summed as a cast to a double).
+    let sql = "SELECT grp, COUNT(*) AS c, AVG(score) AS a, AVG(n) AS m FROM x GROUP BY grp";
+    for (file, strict) in [("loose.sqlite", false), ("strict.sqlite", true)] {
+        databases::sqlite_file(
+            &dir.join(file),
+            "x",
+            &extremes(false),
+            EXTREME_TYPES,
+            strict,
+        );
+        let text = EXTREME_DESCRIPTION.replace("file = \"x.csv\"", &format!("sqlite = \"{file}\""));
+        let engine = QueryEngine::open(Description::from_toml(&text, &dir).unwrap()).unwrap();
+        let explained = engine.explain(sql, &settings(1.0)).unwrap();
+        let sent = explained
+            .split("only its aggregates come back):\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap();
+        let connection = rusqlite::Connection::open(dir.join(file)).unwrap();
+        let sums: Vec<&str> = sent
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("dpkit_clamped_sum_"))
+            .collect();
+        assert!(!sums.is_empty(), "{sent}");
+        for name in &sums {
+            connection
+                .create_aggregate_function(*name, 1, Default::default(), NoSum)
+                .unwrap();
+        }
+        let mut explain = connection.prepare(&format!("EXPLAIN {sent}")).unwrap();
+        let steps: Vec<String> = explain
+            .query_map([], |row| row.get::<_, String>(1))
+            .unwrap()
+            .map(Result::unwrap)
+            .filter(|op| op == "AggStep")
+            .collect();
+        // COUNT(*), and each sum with its count.
+        assert_eq!(steps.len(), 3, "{file}: {sent}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An aggregate that sums nothing: SQLite needs a function of each name to
+/// prepare a statement.
+struct NoSum;
+
+impl rusqlite::functions::Aggregate<i64, i64> for NoSum {
+    fn init(&self, _: &mut rusqlite::functions::Context<'_>) -> rusqlite::Result<i64> {
+        Ok(0)
+    }
+
+    fn step(&self, _: &mut rusqlite::functions::Context<'_>, _: &mut i64) -> rusqlite::Result<()> {
+        Ok(())
+    }
+
+    fn finalize(
+        &self,
+        _: &mut rusqlite::functions::Context<'_>,
+        _: Option<i64>,
+    ) -> rusqlite::Result<i64> {
+        Ok(0)
+    }
+}
+
 /// Ten million values at the bound in a SQLite file, in a plain table and
 /// in a STRICT one.
 #[test]

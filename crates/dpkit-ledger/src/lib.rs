@@ -235,14 +235,17 @@ impl BudgetState {
 /// ```
 /// use dpkit_ledger::Ledger;
 /// use dpkit_core::accounting::PrivacyLoss;
-/// let path = std::env::temp_dir().join(format!("doc-ledger-{}.sqlite", std::process::id()));
-/// let _ = std::fs::remove_file(&path);
+/// # let dir = std::env::temp_dir().join(format!("doc-ledger-{}", std::process::id()));
+/// # let _ = std::fs::remove_dir_all(&dir);
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("ledger.sqlite");
 /// let ledger = Ledger::open(&path, 1.0, 1e-6).unwrap();
 /// let charge = ledger.charge(PrivacyLoss::pure(0.4).unwrap(), "SELECT COUNT(*) FROM t").unwrap();
 /// assert!(ledger.charge(PrivacyLoss::pure(0.7).unwrap(), "again").is_err());
 /// ledger.refund(charge).unwrap();
 /// assert_eq!(ledger.state().unwrap().spent_epsilon, 0.0);
-/// # std::fs::remove_file(&path).unwrap();
+/// # drop(ledger);
+/// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub struct Ledger {
     connection: Connection,
@@ -338,15 +341,18 @@ impl Ledger {
     ///
     /// ```
     /// use dpkit_ledger::Ledger;
-    /// let path = std::env::temp_dir().join(format!("doc-declared-{}.sqlite", std::process::id()));
-    /// let _ = std::fs::remove_file(&path);
+    /// # let dir = std::env::temp_dir().join(format!("doc-declared-{}", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("ledger.sqlite");
     /// let (_, note) = Ledger::open_declared(&path, 1.0, 0.0, false).unwrap();
     /// assert_eq!(note, None);
     /// let (_, note) = Ledger::open_declared(&path, 2.0, 0.0, false).unwrap();
     /// assert!(note.unwrap().starts_with("declares a total of ε = 2"));
     /// let (ledger, note) = Ledger::open_declared(&path, 2.0, 0.0, true).unwrap();
     /// assert_eq!((note, ledger.state().unwrap().total_epsilon), (None, 2.0));
-    /// # std::fs::remove_file(&path).unwrap();
+    /// # drop(ledger);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
     /// ```
     pub fn open_declared(
         path: &Path,

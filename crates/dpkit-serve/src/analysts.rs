@@ -5,15 +5,18 @@
 //!
 //! ```
 //! use dpkit_serve::analysts::Analysts;
-//! let path = std::env::temp_dir().join(format!("doc-analysts-{}.sqlite", std::process::id()));
-//! # let _ = std::fs::remove_file(&path);
+//! # let dir = std::env::temp_dir().join(format!("doc-analysts-{}", std::process::id()));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("state.sqlite");
 //! let analysts = Analysts::open(&path).unwrap();
 //! let key = analysts.add("ann").unwrap();
 //! dpkit_serve::analysts::grant(&path, "ann", "adult", 5.0, 1e-6).unwrap();
 //! assert_eq!(analysts.authenticate(&key).unwrap().as_deref(), Some("ann"));
 //! analysts.revoke("ann").unwrap();
 //! assert_eq!(analysts.authenticate(&key).unwrap(), None);
-//! # std::fs::remove_file(&path).unwrap();
+//! # drop(analysts);
+//! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
 use std::path::{Path, PathBuf};

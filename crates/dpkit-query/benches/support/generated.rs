@@ -104,6 +104,7 @@ pub fn measure(
             private_times.push(private_time);
         }
     }
+    drop(ledger);
     let _ = std::fs::remove_file(&ledger_path);
     (median(plain_times), median(private_times))
 }

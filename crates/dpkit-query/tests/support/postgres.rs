@@ -61,13 +61,27 @@ fn run(mut command: Command, what: &str) {
     );
 }
 
-/// A loopback port nothing listens on now.
+/// A loopback port nothing listens on now, below the range the kernel
+/// hands out for port 0 (32768–60999 on Linux). The servers the tests start
+/// bind ports of their own at random (Spark's driver and executors), and one
+/// of those once took the Connect server's port between its choice here and
+/// its bind: the server failed and the test waited forever on its client.
+/// Each process starts at its own place in 20000–31999 and never gives a
+/// port twice.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id() % 500 * 24;
+    for _ in 0..SPAN {
+        let offset = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (LOW + (start + offset) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOW}–{}", LOW + SPAN - 1)
 }
 
 /// Sets up `data` to accept TLS connections only, with certificates made

@@ -13,9 +13,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub use backup::{Backup, Restore};
 pub use error::{LedgerError, Result};
+pub use group::GroupCommit;
 
 mod backup;
 mod error;
+pub mod group;
 mod replay;
 mod schema;
 
@@ -251,6 +253,17 @@ pub struct Ledger {
     connection: Connection,
     path: PathBuf,
     account: String,
+    /// The process's writer of this file, if charges are committed in
+    /// groups (see [`GroupCommit`]); else each write commits on `connection`.
+    writer: Option<std::sync::Arc<GroupCommit>>,
+}
+
+/// One account's writes, on a connection inside a transaction that the
+/// caller opened and commits: a [`Ledger`]'s own, or a [`GroupCommit`]'s.
+pub(crate) struct InAccount<'a> {
+    connection: &'a Connection,
+    account: &'a str,
+    path: &'a Path,
 }
 
 /// The receipt of a committed charge, used to refund it or keep its answer.
@@ -469,6 +482,7 @@ impl Ledger {
             connection,
             path: path.to_path_buf(),
             account: account.to_string(),
+            writer: None,
         })
     }
 
@@ -488,12 +502,24 @@ impl Ledger {
 
     /// Runs `work` in an IMMEDIATE transaction: the reads and writes in it
     /// happen under one write lock, so two concurrent charges cannot both
-    /// take the last of the budget. It commits (to disk) only if `work` succeeds.
-    fn locked<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    /// take the last of the budget. It commits (to disk) only if `work`
+    /// succeeds. With a [`GroupCommit`], its thread runs `work` in a
+    /// transaction shared with other writes, under the same lock.
+    fn locked<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&InAccount) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        if let Some(writer) = &self.writer {
+            return writer.write(&self.account, work);
+        }
         self.connection
             .execute_batch("BEGIN IMMEDIATE")
             .map_err(|e| self.error(e))?;
-        let outcome = work(&self.connection);
+        let outcome = work(&InAccount {
+            connection: &self.connection,
+            account: &self.account,
+            path: &self.path,
+        });
         let end = if outcome.is_ok() {
             "COMMIT"
         } else {
@@ -515,58 +541,8 @@ impl Ledger {
     pub fn charge(&self, cost: impl Into<Cost>, query: &str) -> Result<Charge> {
         let cost = cost.into();
         let units = to_units("the query's", cost.loss.epsilon())?;
-        self.locked(|connection| self.charge_in(connection, units, cost, query))
-    }
-
-    fn charge_in(
-        &self,
-        connection: &Connection,
-        units: i64,
-        cost: Cost,
-        query: &str,
-    ) -> Result<Charge> {
-        let totals = read_totals(connection, &self.account).map_err(|e| self.error(e))?;
-        check_fits(&totals, units, cost)?;
-        let form = cost.concentrated;
-        connection
-            .execute(
-                "INSERT INTO spends
-                     (account, query, epsilon_units, delta, status, rho, spread, tail, layout)
-                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8)",
-                params![
-                    self.account,
-                    query,
-                    units,
-                    cost.loss.delta(),
-                    form.map(|f| f.rho()),
-                    form.map(|f| f.spread()),
-                    form.map(|f| f.tail()),
-                    schema::LAYOUT
-                ],
-            )
-            .map_err(|e| self.error(e))?;
-        let charge = Charge(connection.last_insert_rowid());
-        // check_fits refuses a charge whose ε sum would overflow.
-        let form = form.unwrap_or_default();
-        connection
-            .execute(
-                "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
-                     queries = queries + 1, spent_rho = spent_rho + ?4,
-                     spent_spread = spent_spread + ?5, spent_tail = spent_tail + ?6,
-                     formless = formless + ?7, concentrated_terms = concentrated_terms + 1
-                 WHERE account = ?1",
-                params![
-                    self.account,
-                    units,
-                    cost.loss.delta(),
-                    form.rho(),
-                    form.spread(),
-                    form.tail(),
-                    i64::from(cost.concentrated.is_none())
-                ],
-            )
-            .map_err(|e| self.error(e))?;
-        Ok(charge)
+        let query = query.to_string();
+        self.locked(move |at| at.charge(units, cost, &query))
     }
 
     /// How many more charges of `cost` the budget admits now: as many as
@@ -596,22 +572,79 @@ impl Ledger {
     /// Gives back a charge whose query failed before releasing anything,
     /// and forgets the request it paid for.
     pub fn refund(&self, charge: Charge) -> Result<()> {
-        self.locked(|connection| {
-            connection
-                .execute_batch(&format!(
-                    "UPDATE accounts SET
-                         spent_units = spent_units - (SELECT epsilon_units FROM spends WHERE id = {id}),
-                         spent_delta = spent_delta - (SELECT delta FROM spends WHERE id = {id}),
-                         queries = queries - 1
-                     WHERE account = (SELECT account FROM spends WHERE id = {id} AND status = 'charged');
-                     UPDATE spends SET status = 'refunded' WHERE id = {id};
-                     DELETE FROM replays WHERE spend = {id};",
-                    id = charge.0
-                ))
-                .map_err(|e| self.error(e))
-        })
+        self.locked(move |at| at.refund(charge))
     }
 }
+
+impl InAccount<'_> {
+    fn error(&self, error: rusqlite::Error) -> LedgerError {
+        ledger_error(self.path, error)
+    }
+
+    /// Records a charge of `cost` (`units` of ε) if the account's filter
+    /// admits it, else refuses and writes nothing.
+    fn charge(&self, units: i64, cost: Cost, query: &str) -> Result<Charge> {
+        let totals = read_totals(self.connection, self.account).map_err(|e| self.error(e))?;
+        check_fits(&totals, units, cost)?;
+        let form = cost.concentrated;
+        self.connection
+            .execute(
+                "INSERT INTO spends
+                     (account, query, epsilon_units, delta, status, rho, spread, tail, layout)
+                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8)",
+                params![
+                    self.account,
+                    query,
+                    units,
+                    cost.loss.delta(),
+                    form.map(|f| f.rho()),
+                    form.map(|f| f.spread()),
+                    form.map(|f| f.tail()),
+                    schema::LAYOUT
+                ],
+            )
+            .map_err(|e| self.error(e))?;
+        let charge = Charge(self.connection.last_insert_rowid());
+        // check_fits refuses a charge whose ε sum would overflow.
+        let form = form.unwrap_or_default();
+        self.connection
+            .execute(
+                "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
+                     queries = queries + 1, spent_rho = spent_rho + ?4,
+                     spent_spread = spent_spread + ?5, spent_tail = spent_tail + ?6,
+                     formless = formless + ?7, concentrated_terms = concentrated_terms + 1
+                 WHERE account = ?1",
+                params![
+                    self.account,
+                    units,
+                    cost.loss.delta(),
+                    form.rho(),
+                    form.spread(),
+                    form.tail(),
+                    i64::from(cost.concentrated.is_none())
+                ],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(charge)
+    }
+
+    /// Gives back `charge` and forgets the request it paid for.
+    fn refund(&self, charge: Charge) -> Result<()> {
+        self.connection
+            .execute_batch(&format!(
+                "UPDATE accounts SET
+                     spent_units = spent_units - (SELECT epsilon_units FROM spends WHERE id = {id}),
+                     spent_delta = spent_delta - (SELECT delta FROM spends WHERE id = {id}),
+                     queries = queries - 1
+                 WHERE account = (SELECT account FROM spends WHERE id = {id} AND status = 'charged');
+                 UPDATE spends SET status = 'refunded' WHERE id = {id};
+                 DELETE FROM replays WHERE spend = {id};",
+                id = charge.0
+            ))
+            .map_err(|e| self.error(e))
+    }
+}
+
 /// The ledger's totals and sums, with ε in exact units.
 struct Totals {
     total_units: i64,

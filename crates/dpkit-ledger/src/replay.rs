@@ -12,7 +12,7 @@
 use dpkit_core::accounting::Cost;
 use rusqlite::{OptionalExtension, params};
 
-use super::{Charge, Ledger, Once, to_units};
+use super::{Charge, InAccount, Ledger, Once, to_units};
 use crate::Result;
 
 impl Ledger {
@@ -40,50 +40,8 @@ impl Ledger {
     pub fn charge_once(&self, cost: impl Into<Cost>, query: &str, request: &str) -> Result<Once> {
         let cost = cost.into();
         let units = to_units("the query's", cost.loss.epsilon())?;
-        self.locked(|connection| {
-            let earlier: Option<Earlier> = connection
-                .query_row(
-                    "SELECT r.spend, r.answer, s.epsilon_units, s.delta, s.rho, s.spread, s.tail
-                     FROM replays r JOIN spends s ON s.id = r.spend
-                     WHERE r.account = ?1 AND r.request = ?2 AND s.status = 'charged'",
-                    params![self.account, request],
-                    |row| {
-                        let form: (Option<f64>, Option<f64>, Option<f64>) =
-                            (row.get(4)?, row.get(5)?, row.get(6)?);
-                        Ok(Earlier {
-                            spend: row.get(0)?,
-                            answer: row.get(1)?,
-                            units: row.get(2)?,
-                            delta: row.get(3)?,
-                            form: match form {
-                                (Some(rho), Some(spread), Some(tail)) => Some((rho, spread, tail)),
-                                _ => None,
-                            },
-                        })
-                    },
-                )
-                .optional()
-                .map_err(|e| self.error(e))?;
-            match earlier {
-                Some(Earlier {
-                    answer: Some(answer),
-                    ..
-                }) => return Ok(Once::Answered(answer)),
-                Some(earlier) if earlier.answer.is_none() && earlier.pays_for(units, &cost) => {
-                    return Ok(Once::Unanswered(Charge(earlier.spend)));
-                }
-                _ => {}
-            }
-            let charge = self.charge_in(connection, units, cost, query)?;
-            connection
-                .execute(
-                    "INSERT INTO replays (account, request, spend, answer) VALUES (?1, ?2, ?3, NULL)
-                     ON CONFLICT (account, request) DO UPDATE SET spend = ?3, answer = NULL",
-                    params![self.account, request, charge.0],
-                )
-                .map_err(|e| self.error(e))?;
-            Ok(Once::Charged(charge))
-        })
+        let (query, request) = (query.to_string(), request.to_string());
+        self.locked(move |at| at.charge_once(units, cost, &query, &request))
     }
 
     /// Keeps `answer` for the request `charge` paid for, unless an answer
@@ -91,27 +49,81 @@ impl Ledger {
     /// released instead (one charge, one answer, whatever runs raced). It
     /// is on disk when this returns, so it may then be released.
     pub fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<String>> {
-        self.locked(|connection| {
-            let kept = connection
-                .execute(
-                    "UPDATE replays SET answer = ?2
-                     WHERE account = ?1 AND spend = ?3 AND answer IS NULL",
-                    params![self.account, answer, charge.0],
-                )
-                .map_err(|e| self.error(e))?;
-            if kept == 1 {
-                return Ok(None);
+        let answer = answer.to_string();
+        self.locked(move |at| at.keep_answer(charge, &answer))
+    }
+}
+
+impl InAccount<'_> {
+    /// [`Ledger::charge_once`] inside the caller's transaction.
+    fn charge_once(&self, units: i64, cost: Cost, query: &str, request: &str) -> Result<Once> {
+        let earlier: Option<Earlier> = self
+            .connection
+            .query_row(
+                "SELECT r.spend, r.answer, s.epsilon_units, s.delta, s.rho, s.spread, s.tail
+                 FROM replays r JOIN spends s ON s.id = r.spend
+                 WHERE r.account = ?1 AND r.request = ?2 AND s.status = 'charged'",
+                params![self.account, request],
+                |row| {
+                    let form: (Option<f64>, Option<f64>, Option<f64>) =
+                        (row.get(4)?, row.get(5)?, row.get(6)?);
+                    Ok(Earlier {
+                        spend: row.get(0)?,
+                        answer: row.get(1)?,
+                        units: row.get(2)?,
+                        delta: row.get(3)?,
+                        form: match form {
+                            (Some(rho), Some(spread), Some(tail)) => Some((rho, spread, tail)),
+                            _ => None,
+                        },
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        match earlier {
+            Some(Earlier {
+                answer: Some(answer),
+                ..
+            }) => return Ok(Once::Answered(answer)),
+            Some(earlier) if earlier.answer.is_none() && earlier.pays_for(units, &cost) => {
+                return Ok(Once::Unanswered(Charge(earlier.spend)));
             }
-            connection
-                .query_row(
-                    "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
-                    params![self.account, charge.0],
-                    |row| row.get::<_, Option<String>>(0),
-                )
-                .optional()
-                .map_err(|e| self.error(e))
-                .map(Option::flatten)
-        })
+            _ => {}
+        }
+        let charge = self.charge(units, cost, query)?;
+        self.connection
+            .execute(
+                "INSERT INTO replays (account, request, spend, answer) VALUES (?1, ?2, ?3, NULL)
+                 ON CONFLICT (account, request) DO UPDATE SET spend = ?3, answer = NULL",
+                params![self.account, request, charge.0],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(Once::Charged(charge))
+    }
+
+    /// [`Ledger::keep_answer`] inside the caller's transaction.
+    fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<String>> {
+        let kept = self
+            .connection
+            .execute(
+                "UPDATE replays SET answer = ?2
+                 WHERE account = ?1 AND spend = ?3 AND answer IS NULL",
+                params![self.account, answer, charge.0],
+            )
+            .map_err(|e| self.error(e))?;
+        if kept == 1 {
+            return Ok(None);
+        }
+        self.connection
+            .query_row(
+                "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
+                params![self.account, charge.0],
+                |row| row.get::<_, Option<String>>(0),
+            )
+            .optional()
+            .map_err(|e| self.error(e))
+            .map(Option::flatten)
     }
 }
 

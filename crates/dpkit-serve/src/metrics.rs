@@ -176,6 +176,27 @@ pub fn write_load(out: &mut String, running: usize, waiting: usize) {
     let _ = writeln!(out, "dpkit_waiting {waiting}");
 }
 
+/// The ledger's writes (charges, refunds, kept answers) and the groups
+/// they were committed in, each group one transaction and one fsync.
+pub fn write_ledger(out: &mut String, counts: &dpkit_ledger::group::Counts) {
+    use std::sync::atomic::Ordering::SeqCst;
+    for (name, text, value) in [
+        (
+            "dpkit_ledger_writes_total",
+            "Charges, refunds and kept answers written to the state.",
+            counts.written.load(SeqCst),
+        ),
+        (
+            "dpkit_ledger_commits_total",
+            "Transactions that wrote them, each one fsync.",
+            counts.groups.load(SeqCst),
+        ),
+    ] {
+        help(out, name, "counter", text);
+        let _ = writeln!(out, "{name} {value}");
+    }
+}
+
 /// Each account's budget (`analyst/dataset`, as the state names them).
 pub fn write_budgets(out: &mut String, accounts: &[(String, BudgetState)]) {
     type Field = fn(&BudgetState) -> f64;

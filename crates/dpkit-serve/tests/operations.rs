@@ -108,6 +108,7 @@ fn operators_see_health_and_metrics_on_their_own_address_and_analysts_do_not() {
         "dpkit_wait_seconds_count 2",
         "dpkit_runs 0",
         "dpkit_waiting 0",
+        "dpkit_ledger_writes_total 2",
         "dpkit_budget_total_epsilon{analyst=\"ann\",dataset=\"adult\"} 10",
         "dpkit_budget_spent_epsilon{analyst=\"ann\",dataset=\"adult\"} 0.5",
         "dpkit_budget_queries{analyst=\"ann\",dataset=\"adult\"} 1",

@@ -59,7 +59,7 @@ impl App {
             accounts,
             stopping: Default::default(),
             grants,
-            ledgers: Arc::default(),
+            ledgers: Arc::new(pool::LedgerPool::open(analysts.path())?),
             datasets,
             state_path: analysts.path().to_path_buf(),
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
@@ -98,16 +98,15 @@ impl App {
         self.metrics.write(&mut text);
         let (running, waiting) = self.turns.load();
         metrics::write_load(&mut text, running, waiting);
+        metrics::write_ledger(&mut text, self.ledgers.writer().counts());
         metrics::write_budgets(&mut text, &accounts);
         Some(text)
     }
 
     /// `analyst`'s ledger on dataset `index`, from the pool.
     fn ledger(&self, analyst: &str, index: usize) -> Result<pool::Pooled, dpkit_query::QueryError> {
-        self.ledgers.take(
-            &self.state_path,
-            &account(analyst, self.datasets[index].name()),
-        )
+        self.ledgers
+            .take(&account(analyst, self.datasets[index].name()))
     }
 
     /// Whether `analyst` has been granted dataset `index`.

@@ -1,22 +1,25 @@
 //! Open ledger connections, kept per account between requests: opening a
 //! SQLite connection re-reads the file's schema, which cost more than the
-//! charge itself under load. Every read and charge still goes to the file.
+//! charge itself under load. Every read and charge still goes to the file;
+//! charges and kept answers go through the state file's one writer, which
+//! commits those that arrive together in one transaction (see
+//! [`GroupCommit`]).
 
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use dpkit_ledger::Ledger;
+use dpkit_ledger::{GroupCommit, Ledger};
 use dpkit_query::QueryError;
 
 /// The most connections kept idle, over all accounts.
 const MAX_IDLE: usize = 256;
 
 /// Idle ledger connections by account.
-#[derive(Default)]
 pub struct LedgerPool {
     idle: Mutex<HashMap<String, Vec<Ledger>>>,
+    writer: Arc<GroupCommit>,
 }
 
 /// A ledger taken from the pool; it goes back when dropped.
@@ -26,8 +29,21 @@ pub struct Pooled {
 }
 
 impl LedgerPool {
-    /// `account`'s ledger in the file at `path`: an idle one, or a new one.
-    pub fn take(self: &Arc<Self>, path: &Path, account: &str) -> Result<Pooled, QueryError> {
+    /// A pool of the ledgers in the state file at `path`, with its writer.
+    pub fn open(path: &Path) -> Result<Self, dpkit_ledger::LedgerError> {
+        Ok(Self {
+            idle: Mutex::default(),
+            writer: GroupCommit::open(path)?,
+        })
+    }
+
+    /// The state file's writer (its counts are in the metrics).
+    pub fn writer(&self) -> &GroupCommit {
+        &self.writer
+    }
+
+    /// `account`'s ledger: an idle one, or a new one.
+    pub fn take(self: &Arc<Self>, account: &str) -> Result<Pooled, QueryError> {
         let idle = self
             .idle
             .lock()
@@ -35,7 +51,7 @@ impl LedgerPool {
             .and_then(|mut idle| idle.get_mut(account).and_then(Vec::pop));
         let ledger = match idle {
             Some(ledger) => ledger,
-            None => Ledger::open_account(path, account)?,
+            None => self.writer.open_account(account)?,
         };
         Ok(Pooled {
             ledger: Some(ledger),

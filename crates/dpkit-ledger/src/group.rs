@@ -1,0 +1,379 @@
+//! Group commit: one thread of the process writes a ledger file, and the
+//! charges and kept answers that arrive while it commits are committed
+//! together next, in one transaction and one fsync.
+//!
+//! Why the budget holds: the writes of one group run one after another
+//! inside one IMMEDIATE transaction, so each charge's filter reads the
+//! sums that every earlier write of the group left, exactly as if each
+//! had committed alone in that order; a refused charge is rolled back to
+//! its own savepoint and leaves nothing. No caller hears its outcome before
+//! the group's COMMIT has returned, which with `synchronous = FULL` means
+//! the group is on disk: a charge is still durable before its query runs,
+//! and a kept answer before it is released. If the COMMIT fails, every
+//! write of the group fails and none of them happened.
+//!
+//! ```
+//! use dpkit_core::accounting::PrivacyLoss;
+//! use dpkit_ledger::{GroupCommit, Ledger};
+//! # let dir = std::env::temp_dir().join(format!("doc-group-{}", std::process::id()));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("ledger.sqlite");
+//! Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
+//! let writer = GroupCommit::open(&path).unwrap();
+//! let ledger = writer.open_account("ann/adult").unwrap();
+//! ledger.charge(PrivacyLoss::pure(0.75).unwrap(), "SELECT COUNT(*) FROM adult").unwrap();
+//! assert!(ledger.charge(PrivacyLoss::pure(0.5).unwrap(), "again").is_err());
+//! assert_eq!(ledger.state().unwrap().spent_epsilon, 0.75);
+//! # drop((ledger, writer));
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+
+use crate::{InAccount, Ledger, LedgerError, Result, ledger_error, schema};
+
+/// The most writes one transaction commits; later ones wait for the next.
+const MOST_IN_A_GROUP: usize = 256;
+
+/// The process's one writer of a ledger file (see the module's text).
+/// Ledgers opened with [`GroupCommit::open_account`] send it their
+/// charges, refunds and kept answers; their reads stay on their own
+/// connections.
+pub struct GroupCommit {
+    path: PathBuf,
+    queue: Mutex<Option<mpsc::Sender<Box<dyn Write>>>>,
+    thread: Option<JoinHandle<()>>,
+    counts: Arc<Counts>,
+}
+
+/// How many writes were sent to a [`GroupCommit`], and how many groups
+/// (transactions, each one fsync) its thread has ended, committed or not.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Writes sent.
+    pub sent: AtomicU64,
+    /// Writes taken into a group by the thread.
+    pub taken: AtomicU64,
+    /// Writes whose group has ended.
+    pub written: AtomicU64,
+    /// Groups ended.
+    pub groups: AtomicU64,
+}
+
+/// One write waiting for its group: run inside the group's transaction,
+/// then told the outcome once the group is committed (or failed).
+trait Write: Send {
+    fn account(&self) -> &str;
+    /// Runs the write; whether it succeeded (a failed one is rolled back).
+    fn run(&mut self, at: &InAccount) -> bool;
+    /// Sends the outcome: the write's own, or the commit's failure.
+    fn reply(self: Box<Self>, committed: std::result::Result<(), String>, path: &Path);
+}
+
+struct Pending<T, F> {
+    account: String,
+    work: Option<F>,
+    outcome: Option<Result<T>>,
+    reply: mpsc::SyncSender<Result<T>>,
+}
+
+impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> Write for Pending<T, F> {
+    fn account(&self) -> &str {
+        &self.account
+    }
+
+    fn run(&mut self, at: &InAccount) -> bool {
+        let outcome = self.work.take().map(|work| work(at));
+        let done = matches!(outcome, Some(Ok(_)));
+        self.outcome = outcome;
+        done
+    }
+
+    fn reply(self: Box<Self>, committed: std::result::Result<(), String>, path: &Path) {
+        let storage = |reason: String| LedgerError::Storage {
+            path: path.display().to_string(),
+            reason,
+        };
+        let outcome = match (committed, self.outcome) {
+            (Ok(()), Some(outcome)) => outcome,
+            (Ok(()), None) => Err(storage("a write was not run".into())),
+            (Err(reason), _) => Err(storage(reason)),
+        };
+        let _ = self.reply.send(outcome);
+    }
+}
+
+impl GroupCommit {
+    /// Starts the writer of the ledger file at `path` (creating its tables).
+    pub fn open(path: &Path) -> Result<Arc<Self>> {
+        let mut connection = Connection::open(path).map_err(|e| ledger_error(path, e))?;
+        schema::create(&mut connection).map_err(|e| ledger_error(path, e))?;
+        let (sender, receiver) = mpsc::channel();
+        let folder = path.to_path_buf();
+        let counts = Arc::new(Counts::default());
+        let counted = counts.clone();
+        let thread = std::thread::Builder::new()
+            .name("dpkit-ledger-writer".into())
+            .spawn(move || write_groups(&connection, &folder, &receiver, &counted))
+            .map_err(|e| LedgerError::Storage {
+                path: path.display().to_string(),
+                reason: format!("cannot start the writer: {e}"),
+            })?;
+        Ok(Arc::new(Self {
+            path: path.to_path_buf(),
+            queue: Mutex::new(Some(sender)),
+            thread: Some(thread),
+            counts,
+        }))
+    }
+
+    /// The writes and groups so far.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// Opens `account`, which must have been granted (as
+    /// [`Ledger::open_account`]), with its writes sent to this writer.
+    pub fn open_account(self: &Arc<Self>, account: &str) -> Result<Ledger> {
+        let mut ledger = Ledger::open_account(&self.path, account)?;
+        ledger.writer = Some(self.clone());
+        Ok(ledger)
+    }
+
+    /// Runs `work` on `account` in the next group, and returns its outcome
+    /// once the group is on disk.
+    pub(crate) fn write<T: Send + 'static>(
+        &self,
+        account: &str,
+        work: impl FnOnce(&InAccount) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let stopped = || LedgerError::Storage {
+            path: self.path.display().to_string(),
+            reason: "the ledger's writer has stopped".into(),
+        };
+        let (reply, outcome) = mpsc::sync_channel(1);
+        let pending = Box::new(Pending {
+            account: account.to_string(),
+            work: Some(work),
+            outcome: None,
+            reply,
+        });
+        let queue = self.queue.lock().map_err(|_| stopped())?;
+        self.counts.sent.fetch_add(1, Ordering::SeqCst);
+        queue
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(pending)
+            .map_err(|_| stopped())?;
+        drop(queue);
+        outcome.recv().map_err(|_| stopped())?
+    }
+}
+
+impl Drop for GroupCommit {
+    fn drop(&mut self) {
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.take();
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The writer's loop: waits for a write, takes every write queued behind
+/// it (up to [`MOST_IN_A_GROUP`]), commits them as one group, replies.
+fn write_groups(
+    connection: &Connection,
+    path: &Path,
+    queue: &mpsc::Receiver<Box<dyn Write>>,
+    counts: &Counts,
+) {
+    while let Ok(first) = queue.recv() {
+        let mut group = vec![first];
+        while group.len() < MOST_IN_A_GROUP {
+            match queue.try_recv() {
+                Ok(next) => group.push(next),
+                Err(_) => break,
+            }
+        }
+        counts.taken.fetch_add(group.len() as u64, Ordering::SeqCst);
+        let committed = commit(connection, path, &mut group);
+        counts.groups.fetch_add(1, Ordering::SeqCst);
+        counts
+            .written
+            .fetch_add(group.len() as u64, Ordering::SeqCst);
+        for write in group {
+            write.reply(committed.clone(), path);
+        }
+    }
+}
+
+/// Runs `group` in one IMMEDIATE transaction, each write inside its own
+/// savepoint, and commits it.
+fn commit(
+    connection: &Connection,
+    path: &Path,
+    group: &mut [Box<dyn Write>],
+) -> std::result::Result<(), String> {
+    connection
+        .execute_batch("BEGIN IMMEDIATE")
+        .map_err(|e| e.to_string())?;
+    for write in group.iter_mut() {
+        if let Err(reason) = one_write(connection, path, write.as_mut()) {
+            let _ = connection.execute_batch("ROLLBACK");
+            return Err(reason);
+        }
+    }
+    if let Err(error) = connection.execute_batch("COMMIT") {
+        let _ = connection.execute_batch("ROLLBACK");
+        return Err(error.to_string());
+    }
+    Ok(())
+}
+
+/// One write in its savepoint: kept if it succeeded, else undone.
+fn one_write(
+    connection: &Connection,
+    path: &Path,
+    write: &mut dyn Write,
+) -> std::result::Result<(), String> {
+    let savepoint = |sql: &str| connection.execute_batch(sql).map_err(|e| e.to_string());
+    savepoint("SAVEPOINT one_write")?;
+    let account = write.account().to_string();
+    let done = write.run(&InAccount {
+        connection,
+        account: &account,
+        path,
+    });
+    if !done {
+        savepoint("ROLLBACK TO one_write")?;
+    }
+    savepoint("RELEASE one_write")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Once;
+    use crate::tests::{pure, temporary};
+    use std::time::{Duration, Instant};
+
+    /// Waits until `done`, for at most ten seconds.
+    fn until(done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn racing_charges_share_commits_and_spend_exactly_the_budget() {
+        let path = temporary("group-race");
+        Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
+        Ledger::grant(&path, "bob/adult", 1.0, 0.0).unwrap();
+        let writer = GroupCommit::open(&path).unwrap();
+        // Another connection holds the write lock, so every charge queues
+        // behind the first, which waits for the lock.
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let threads: Vec<_> = (0..64)
+            .map(|i| {
+                let account = if i % 2 == 0 { "ann/adult" } else { "bob/adult" };
+                let ledger = writer.open_account(account).unwrap();
+                std::thread::spawn(move || {
+                    ledger.charge_once(pure(0.1), "q", &format!("request {i}"))
+                })
+            })
+            .collect();
+        until(|| writer.counts().sent.load(Ordering::SeqCst) == 64);
+        holder.execute_batch("COMMIT").unwrap();
+        let outcomes: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let charged = outcomes
+            .iter()
+            .filter(|o| matches!(o, Ok(Once::Charged(_))))
+            .count();
+        let refused = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err(LedgerError::Budget(_))))
+            .count();
+        assert_eq!((charged, refused), (20, 44));
+        assert!(writer.counts().groups.load(Ordering::SeqCst) <= 2);
+        for account in ["ann/adult", "bob/adult"] {
+            let state = Ledger::account_state(&path, account).unwrap().unwrap();
+            assert_eq!((state.queries, state.spent_epsilon), (10, 1.0));
+        }
+        let rows: i64 = holder
+            .query_row("SELECT COUNT(*) FROM spends", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 20, "a refused charge in a group leaves no row");
+        drop(writer);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_failed_commit_fails_every_write_of_its_group_and_keeps_none() {
+        let path = temporary("group-fail");
+        Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
+        let writer = GroupCommit::open(&path).unwrap();
+        let ledger = writer.open_account("ann/adult").unwrap();
+        let Once::Charged(charge) = ledger.charge_once(pure(0.25), "q", "r").unwrap() else {
+            panic!("a new request is charged");
+        };
+        // Keeping an answer now breaks a deferred foreign key, which SQLite
+        // checks only at COMMIT: the group that holds it cannot commit.
+        let holder = Connection::open(&path).unwrap();
+        holder
+            .execute_batch(
+                "CREATE TABLE blocker (x TEXT REFERENCES accounts(account) DEFERRABLE INITIALLY DEFERRED);
+                 CREATE TRIGGER block_keep AFTER UPDATE OF answer ON replays
+                 BEGIN INSERT INTO blocker VALUES ('no such account'); END;
+                 BEGIN IMMEDIATE;",
+            )
+            .unwrap();
+        // The writer waits for the lock with a first charge, alone in its
+        // group; the keep and a second charge queue behind it, together.
+        let sent = |n| until(|| writer.counts().sent.load(Ordering::SeqCst) == n);
+        let first = writer.open_account("ann/adult").unwrap();
+        let first = std::thread::spawn(move || first.charge_once(pure(0.25), "q", "r1"));
+        until(|| writer.counts().taken.load(Ordering::SeqCst) == 2);
+        let keep = std::thread::spawn(move || {
+            let kept = ledger.keep_answer(charge, "the answer");
+            (ledger, kept)
+        });
+        sent(3);
+        let second = writer.open_account("ann/adult").unwrap();
+        let second = std::thread::spawn(move || second.charge_once(pure(0.25), "q", "r2"));
+        sent(4);
+        holder.execute_batch("COMMIT").unwrap();
+        assert!(matches!(first.join().unwrap(), Ok(Once::Charged(_))));
+        let (ledger, kept) = keep.join().unwrap();
+        for outcome in [kept.map(|_| ()), second.join().unwrap().map(|_| ())] {
+            assert!(
+                matches!(outcome, Err(LedgerError::Storage { .. })),
+                "{outcome:?}"
+            );
+        }
+        assert_eq!(writer.counts().groups.load(Ordering::SeqCst), 3);
+        assert_eq!(ledger.replayed("r").unwrap(), None);
+        assert_eq!(
+            ledger.state().unwrap().queries,
+            2,
+            "the failed group charged nothing"
+        );
+        assert_eq!(
+            ledger.charge_once(pure(0.25), "q", "r").unwrap(),
+            Once::Unanswered(charge),
+            "the first charge stays, unanswered"
+        );
+        drop((ledger, writer));
+        std::fs::remove_file(&path).unwrap();
+    }
+}

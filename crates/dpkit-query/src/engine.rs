@@ -415,11 +415,8 @@ impl QueryEngine {
         let run = std::panic::AssertUnwindSafe(|| {
             self.runtime.block_on(async {
                 let collect = async {
-                    context
-                        .execute_logical_plan(query.plan.clone())
-                        .await?
-                        .collect()
-                        .await
+                    let physical = crate::reuse::physical_plan(&context, query).await?;
+                    datafusion::physical_plan::collect(physical, context.task_ctx()).await
                 };
                 let Some(limit) = self.limits.timeout else {
                     return collect.await;
@@ -535,10 +532,26 @@ impl QueryEngine {
         request: &str,
         rng: &mut R,
     ) -> Result<OnceAnswer> {
+        let plan = || self.plan(sql).map(Arc::new);
+        self.answer_once_planned(plan, sql, settings, ledger, request, rng)
+    }
+
+    /// [`QueryEngine::answer_once`] with the plan of `sql` from `plan`
+    /// (a [`crate::reuse::PlanCache`]'s, say), asked only if the request
+    /// was not answered before.
+    pub fn answer_once_planned<R: CryptoRng + ?Sized>(
+        &self,
+        plan: impl FnOnce() -> Result<Arc<PrivateQuery>>,
+        sql: &str,
+        settings: &ReleaseSettings,
+        ledger: &Ledger,
+        request: &str,
+        rng: &mut R,
+    ) -> Result<OnceAnswer> {
         if let Some(kept) = ledger.replayed(request)? {
             return replayed(&kept);
         }
-        let query = self.plan(sql)?;
+        let query = plan()?;
         let noise = plan_noise(&query.measured, settings)?;
         let charge = match ledger.charge_once(noise.charge(), sql, request)? {
             Once::Answered(kept) => return replayed(&kept),

@@ -35,6 +35,7 @@ mod hints;
 pub mod plan;
 mod private_table;
 mod public_table;
+pub mod reuse;
 
 /// The data description (the crate `dpkit-description`), as this crate's
 /// `description` module.

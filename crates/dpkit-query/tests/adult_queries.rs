@@ -165,6 +165,41 @@ fn keys_listed_in_the_where_are_released_without_a_threshold() {
 }
 
 #[test]
+fn a_plan_run_again_gives_the_exact_groups_of_its_first_run() {
+    // The second and third runs reuse the optimiser's outcome kept in the
+    // query (dpkit serve runs a plan kept for an analyst again), on the
+    // engine's own session and on one with run limits.
+    let mut limited = QueryEngine::open_in_memory(adult_description()).unwrap();
+    limited.set_limits(dpkit_query::RunLimits {
+        timeout: Some(std::time::Duration::from_secs(60)),
+        memory_bytes: Some(256 << 20),
+    });
+    let sql = "SELECT race, COUNT(*) AS n, AVG(age) AS mean_age, MEDIAN(\"hours-per-week\") AS h \
+               FROM adult WHERE sex = 'Female' AND age > 30 GROUP BY race";
+    // Groups come in any order: each run's, sorted by key.
+    let sorted = |query: &dpkit_query::plan::PrivateQuery| {
+        let exact = dpkit_query::internals::exact(&limited, query).unwrap();
+        let mut groups: Vec<_> = (0..exact.keys.len())
+            .map(|g| {
+                (
+                    exact.keys[g].clone(),
+                    format!("{:?} {:?}", exact.values[g], exact.histograms[g]),
+                )
+            })
+            .collect();
+        groups.sort();
+        groups
+    };
+    let query = limited.plan(sql).unwrap();
+    let first = sorted(&query);
+    assert_eq!(first, sorted(&limited.plan(sql).unwrap()));
+    for _ in 0..2 {
+        assert_eq!(sorted(&query), first);
+    }
+    assert!(first.len() > 2);
+}
+
+#[test]
 fn intervals_cover_the_exact_answer_about_95_percent_of_the_time() {
     let engine = QueryEngine::open(adult_description()).unwrap();
     let sql = "SELECT race, COUNT(*) AS n, SUM(\"hours-per-week\") AS hours, AVG(age) AS mean_age \

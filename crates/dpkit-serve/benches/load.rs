@@ -1,10 +1,13 @@
 //! Load on loopback: 1, 8 and 64 concurrent clients, each with its own
 //! keep-alive connection, sending Adult COUNT and GROUP BY queries that are
 //! all different (so each one is planned, charged, run, kept and released:
-//! no replays). Prints queries per second, p50 and p99 latency, and where
+//! no replays), and one COUNT asked again and again at a new ε each time
+//! (charged and run every time, its plan kept). Prints queries per second, p50 and p99 latency, and where
 //! one query's time goes, measured stage by stage in the same process.
 //!
-//! `cargo bench -p dpkit-serve --bench load [-- SECONDS]` (default 5 s per row)
+//! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N]`
+//! (default 5 s per row). `benches/against.sh COMMIT` runs it on this
+//! build and on COMMIT's, alternating, and prints both side by side.
 
 #[allow(dead_code)]
 #[path = "../tests/support/fixture.rs"]
@@ -28,10 +31,22 @@ const EPSILON: f64 = 0.001;
 fn sql(kind: &str, i: usize) -> String {
     match kind {
         "COUNT" => format!("SELECT COUNT(*) AS q{i} FROM adult"),
+        "COUNT again" => "SELECT COUNT(*) AS q FROM adult".into(),
         _ => format!(
             "SELECT education, COUNT(*) AS q{i}, AVG(age) AS a{i} FROM adult GROUP BY education"
         ),
     }
+}
+
+/// The `i`-th request of `kind`: every one different, so none is a
+/// replay. "COUNT again" asks the same SQL each time at a new ε, so its
+/// plan is reused.
+fn request(kind: &str, i: usize) -> String {
+    let epsilon = match kind {
+        "COUNT again" => EPSILON * (1.0 + i as f64 * 1e-9),
+        _ => EPSILON,
+    };
+    serde_json::json!({"dataset": "adult", "sql": sql(kind, i), "epsilon": epsilon}).to_string()
 }
 
 /// `clients` threads for `seconds`: (answered, latencies in ms).
@@ -52,9 +67,11 @@ fn run(
                 let mut latencies = Vec::new();
                 while Instant::now() < deadline {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let body = serde_json::json!({"dataset": "adult", "sql": sql(kind, i), "epsilon": EPSILON}).to_string();
+                    let body = request(kind, i);
                     let started = Instant::now();
-                    let response = connection.send("POST", "/v1/query", Some(&key), Some(&body)).unwrap();
+                    let response = connection
+                        .send("POST", "/v1/query", Some(&key), Some(&body))
+                        .unwrap();
                     assert_eq!(response.status, 200, "{}", response.body);
                     latencies.push(started.elapsed().as_secs_f64() * 1e3);
                 }
@@ -168,11 +185,23 @@ fn main() {
         "dpkit serve under load on loopback · {cpu} · {} cores · {seconds} s per row",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    let server = TestServer::start(
-        "load",
-        &[adult_description()],
-        "requests_per_second = 1000000\nburst = 1000000",
+    // `-- workers=N`: N workers, all of them open to the one analyst
+    // (by default a server has one per core, and one analyst may take all
+    // but one of them).
+    let workers = std::env::args()
+        .skip(1)
+        .find_map(|a| a.strip_prefix("workers=")?.parse::<usize>().ok());
+    let mut limits = "requests_per_second = 1000000\nburst = 1000000".to_string();
+    if let Some(n) = workers {
+        limits.push_str(&format!("\nworkers = {n}\nmax_runs_per_analyst = {n}"));
+    }
+    println!(
+        "workers: {}",
+        workers.map_or("the default".into(), |n| format!(
+            "{n}, all open to one analyst"
+        ))
     );
+    let server = TestServer::start("load", &[adult_description()], &limits);
     let key = server.analyst("bench", &["adult"], 1000.0, 0.0);
     let next = Arc::new(AtomicUsize::new(0));
     println!(
@@ -183,7 +212,7 @@ fn main() {
     let only = std::env::args()
         .skip(1)
         .find(|a| a == "COUNT" || a == "GROUP");
-    let kinds = ["COUNT", "GROUP BY"]
+    let kinds = ["COUNT", "COUNT again", "GROUP BY"]
         .into_iter()
         .filter(|k| only.as_deref().is_none_or(|o| k.starts_with(o)));
     for kind in kinds {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dpkit_query::description::PrivacyUnit;
+use dpkit_query::reuse::PlanCache;
 use dpkit_query::{Description, QueryEngine, RunLimits};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -118,7 +119,13 @@ pub struct Dataset {
     /// A digest of its description and data file's size and time: kept
     /// answers are replayed only while both stay the same.
     pub fingerprint: String,
+    /// Private plans of queries asked again, kept per account (see
+    /// [`dpkit_query::reuse`]).
+    pub plans: PlanCache,
 }
+
+/// The most private plans kept per dataset.
+const PLANS_KEPT: usize = 1024;
 
 impl Dataset {
     /// The dataset's name.
@@ -167,6 +174,7 @@ fn open(entry: &DatasetConfig, config: &Config) -> Result<Dataset> {
     });
     Ok(Dataset {
         engine: Arc::new(engine),
+        plans: PlanCache::new(PLANS_KEPT),
         public,
         fingerprint,
     })

@@ -34,6 +34,8 @@ mod quantiles;
 mod reach;
 mod tables;
 
+use std::sync::Arc;
+
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, LogicalPlanBuilder, SortExpr};
 use dpkit_release::{
@@ -59,6 +61,9 @@ pub struct PrivateQuery {
     pub(crate) plan: LogicalPlan,
     /// The plan as the SQL a database runs, when the table lives in one.
     pub(crate) remote: Option<dpkit_databases::RemotePlan>,
+    /// `plan` as DataFusion's optimiser left it, once a run has made it
+    /// and if it may be kept (see `crate::reuse`).
+    pub(crate) optimised: Arc<std::sync::OnceLock<LogicalPlan>>,
 }
 
 impl PrivateQuery {
@@ -379,6 +384,7 @@ pub(crate) fn plan_private(
         measured,
         plan,
         remote: None,
+        optimised: Arc::default(),
     })
 }
 

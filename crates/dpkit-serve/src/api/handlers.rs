@@ -117,10 +117,18 @@ pub async fn query(
     let run_app = app.clone();
     let ((once, state), waited) = app
         .run(&analyst.clone(), same, move || {
-            let engine = &run_app.datasets[dataset].engine;
+            let served = &run_app.datasets[dataset];
+            let engine = &served.engine;
             let ledger = run_app.ledger(&analyst, dataset)?;
             let mut rng = SecureRng::from_os()?;
-            let once = engine.answer_once(
+            let sql = &request.sql;
+            let plan = || {
+                served
+                    .plans
+                    .plan(ledger.account(), sql, || engine.plan(sql))
+            };
+            let once = engine.answer_once_planned(
+                plan,
                 &request.sql,
                 &request.settings(),
                 &ledger,

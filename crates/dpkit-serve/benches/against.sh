@@ -17,6 +17,9 @@ work=$(mktemp -d)
 trap 'git -C "$root" worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 build() { # folder, name: builds the bench there and copies it to $work/name
+    # Both trees' crates share names and build into one target folder:
+    # touched, each tree's own sources are rebuilt, never taken for fresh.
+    find "$1/crates" -name '*.rs' -exec touch {} +
     (cd "$1" && cargo bench -p dpkit-serve --bench load --profile dev --no-run \
         --message-format json 2>/dev/null) |
         python3 -c 'import json,sys

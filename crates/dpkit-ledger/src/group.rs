@@ -89,7 +89,17 @@ impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> Write for Pending<T, F>
     }
 
     fn run(&mut self, at: &InAccount) -> bool {
-        let outcome = self.work.take().map(|work| work(at));
+        // A panic in one write fails that write, never the writer thread.
+        let outcome = self.work.take().map(|work| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(at))).unwrap_or_else(
+                |_| {
+                    Err(LedgerError::Storage {
+                        path: at.path.display().to_string(),
+                        reason: "a write failed".into(),
+                    })
+                },
+            )
+        });
         let done = matches!(outcome, Some(Ok(_)));
         self.outcome = outcome;
         done

@@ -72,8 +72,9 @@ fn same_every_run(plan: &LogicalPlan) -> bool {
 }
 
 /// Private plans of one engine, kept by scope and SQL text: a query asked
-/// again in the same scope is not planned again. At most `capacity` are
-/// kept; past it, one kept plan is dropped for each new one.
+/// again in the same scope is not planned again. Each scope keeps at most
+/// `per_scope` plans and drops its own when full, so one scope's queries
+/// never push out another's plans (nor show in its timing).
 ///
 /// ```
 /// use dpkit_query::{Description, QueryEngine, reuse::PlanCache};
@@ -87,25 +88,30 @@ fn same_every_run(plan: &LogicalPlan) -> bool {
 /// )
 /// .unwrap();
 /// let engine = QueryEngine::open(description).unwrap();
-/// let cache = PlanCache::new(100);
+/// let cache = PlanCache::new(1);
 /// let sql = "SELECT COUNT(*) FROM p";
 /// let first = cache.plan("ann", sql, || engine.plan(sql)).unwrap();
 /// let again = cache.plan("ann", sql, || engine.plan(sql)).unwrap();
 /// assert!(std::sync::Arc::ptr_eq(&first, &again));
 /// let bobs = cache.plan("bob", sql, || engine.plan(sql)).unwrap();
 /// assert!(!std::sync::Arc::ptr_eq(&first, &bobs));
+/// // Bob's plan did not push out Ann's; her second query pushes out her first.
+/// assert!(std::sync::Arc::ptr_eq(&first, &cache.plan("ann", sql, || engine.plan(sql)).unwrap()));
+/// let other = "SELECT COUNT(*) AS n FROM p";
+/// cache.plan("ann", other, || engine.plan(other)).unwrap();
+/// assert!(!std::sync::Arc::ptr_eq(&first, &cache.plan("ann", sql, || engine.plan(sql)).unwrap()));
 /// # std::fs::remove_dir_all(&folder).unwrap();
 /// ```
 pub struct PlanCache {
-    capacity: usize,
-    kept: Mutex<HashMap<(String, String), Arc<PrivateQuery>>>,
+    per_scope: usize,
+    kept: Mutex<HashMap<String, HashMap<String, Arc<PrivateQuery>>>>,
 }
 
 impl PlanCache {
-    /// A cache of at most `capacity` plans (none with 0).
-    pub fn new(capacity: usize) -> Self {
+    /// A cache of at most `per_scope` plans in each scope (none with 0).
+    pub fn new(per_scope: usize) -> Self {
         Self {
-            capacity,
+            per_scope,
             kept: Mutex::default(),
         }
     }
@@ -120,20 +126,23 @@ impl PlanCache {
         sql: &str,
         make: impl FnOnce() -> Result<PrivateQuery>,
     ) -> Result<Arc<PrivateQuery>> {
-        let key = (scope.to_string(), sql.to_string());
-        if let Some(kept) = self.kept.lock().ok().and_then(|k| k.get(&key).cloned()) {
+        let found = self
+            .kept
+            .lock()
+            .ok()
+            .and_then(|kept| kept.get(scope)?.get(sql).cloned());
+        if let Some(kept) = found {
             return Ok(kept);
         }
         let planned = Arc::new(make()?);
         if let Ok(mut kept) = self.kept.lock()
-            && self.capacity > 0
+            && self.per_scope > 0
         {
-            if kept.len() >= self.capacity
-                && let Some(old) = kept.keys().next().cloned()
-            {
-                kept.remove(&old);
+            let own = kept.entry(scope.to_string()).or_default();
+            if own.len() >= self.per_scope && !own.contains_key(sql) {
+                own.clear();
             }
-            kept.insert(key, planned.clone());
+            own.insert(sql.to_string(), planned.clone());
         }
         Ok(planned)
     }

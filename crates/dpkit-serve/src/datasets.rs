@@ -124,8 +124,8 @@ pub struct Dataset {
     pub plans: PlanCache,
 }
 
-/// The most private plans kept per dataset.
-const PLANS_KEPT: usize = 1024;
+/// The most private plans kept per account on a dataset.
+const PLANS_KEPT: usize = 256;
 
 impl Dataset {
     /// The dataset's name.

@@ -34,8 +34,6 @@ mod quantiles;
 mod reach;
 mod tables;
 
-use std::sync::Arc;
-
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, LogicalPlanBuilder, SortExpr};
 use dpkit_release::{
@@ -63,7 +61,9 @@ pub struct PrivateQuery {
     pub(crate) remote: Option<dpkit_databases::RemotePlan>,
     /// `plan` as DataFusion's optimiser left it, once a run has made it
     /// and if it may be kept (see `crate::reuse`).
-    pub(crate) optimised: Arc<std::sync::OnceLock<LogicalPlan>>,
+    /// A clone copies it: a clone whose `plan` is changed after never
+    /// runs the optimised form of another plan.
+    pub(crate) optimised: std::sync::OnceLock<LogicalPlan>,
 }
 
 impl PrivateQuery {
@@ -384,7 +384,7 @@ pub(crate) fn plan_private(
         measured,
         plan,
         remote: None,
-        optimised: Arc::default(),
+        optimised: std::sync::OnceLock::new(),
     })
 }
 

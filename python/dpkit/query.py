@@ -59,7 +59,9 @@ def budget(description: str | os.PathLike, analyst: str = "default",
     remaining ε and δ as plain sums, how many queries were charged, and
     ``concentrated``: what the concentrated accountant (zCDP, half of δ)
     has spent, ``spent_rho`` of ``total_rho`` and the ``spent_epsilon``
-    that is at its ``delta``, or None where it does not keep the budget.
+    that is at its ``delta``, and the ``spent_threshold_delta`` of the
+    ``threshold_delta`` it keeps for keys chosen by a threshold; or None
+    where it does not keep the budget.
 
     A ledger keeps the total it was created with: editing the description's
     ``[budget]`` alone changes nothing (a ``UserWarning`` says so).

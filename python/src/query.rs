@@ -84,12 +84,7 @@ fn budget_json(dataset: &str, state: &BudgetState) -> Value {
         "spent_delta": state.spent_delta,
         "remaining_delta": state.remaining_delta(),
         "queries": state.queries,
-        "concentrated": state.concentrated.map(|c| json!({
-            "spent_rho": c.spent_rho,
-            "total_rho": c.total_rho,
-            "spent_epsilon": shown_epsilon(c.spent_epsilon),
-            "delta": c.delta,
-        })),
+        "concentrated": state.concentrated,
     })
 }
 

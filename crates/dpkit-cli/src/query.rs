@@ -292,10 +292,7 @@ fn answer_text(
             json["remaining_epsilon"] = serde_json::json!(shown_epsilon(state.remaining_epsilon()));
             json["remaining_delta"] = serde_json::json!(state.remaining_delta());
             if let Some(c) = state.concentrated {
-                json["concentrated"] = serde_json::json!({
-                    "spent_rho": c.spent_rho, "total_rho": c.total_rho,
-                    "spent_epsilon": c.spent_epsilon, "delta": c.delta,
-                });
+                json["concentrated"] = serde_json::json!(c);
             }
             crate::json_text(&json)
         }

@@ -79,30 +79,62 @@ pub struct BudgetState {
 }
 
 /// The concentrated accountant's side of a budget (see
-/// `dpkit_core::accounting::Filter`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// `dpkit_core::accounting::Filter`). Its JSON is what `dpkit query
+/// --format json`, Python and `dpkit serve` give as `concentrated`.
+///
+/// ```
+/// use dpkit_ledger::Concentrated;
+/// let c = Concentrated {
+///     spent_rho: 0.005, total_rho: 0.02285, spent_epsilon: 0.1 + 0.2, delta: 5e-7,
+///     spent_threshold_delta: 0.0, threshold_delta: 1.25e-7,
+/// };
+/// let json = serde_json::to_value(c).unwrap();
+/// assert_eq!((json["spent_epsilon"].as_f64(), json["threshold_delta"].as_f64()), (Some(0.3), Some(1.25e-7)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Concentrated {
     /// ρ spent by charges not refunded.
     pub spent_rho: f64,
     /// ρ it allows in all.
     pub total_rho: f64,
-    /// The ε its spending converts to, at the δ it keeps.
+    /// The ε its spending converts to, at the δ it keeps (in JSON as
+    /// [`shown_epsilon`] shows it).
+    #[serde(serialize_with = "serialize_shown_epsilon")]
     pub spent_epsilon: f64,
     /// The δ it keeps: half the budget's.
     pub delta: f64,
+    /// Of that δ, what thresholds have spent (their `keys`).
+    pub spent_threshold_delta: f64,
+    /// Of that δ, what it keeps for thresholds (0 on accounts granted
+    /// before it kept any: a threshold closes their accountant).
+    pub threshold_delta: f64,
 }
 
 impl Concentrated {
-    /// What it has spent, for people: ρ, and the ε that is at its δ.
+    /// What it has spent, for people: ρ, the ε that is at its δ, and the δ
+    /// of thresholds once one has spent some.
     ///
     /// ```
     /// use dpkit_ledger::Concentrated;
-    /// let c = Concentrated { spent_rho: 0.005, total_rho: 0.02285, spent_epsilon: 0.43219, delta: 5e-7 };
+    /// let mut c = Concentrated {
+    ///     spent_rho: 0.005, total_rho: 0.02285, spent_epsilon: 0.43219, delta: 5e-7,
+    ///     spent_threshold_delta: 0.0, threshold_delta: 1.25e-7,
+    /// };
     /// assert_eq!(c.text(), "ρ = 0.005 of 0.02285 (ε = 0.4322 at δ = 5e-7)");
+    /// c.spent_threshold_delta = 2e-8;
+    /// assert_eq!(c.text(), "ρ = 0.005 of 0.02285 (ε = 0.4322 at δ = 5e-7); thresholds δ = 2e-8 of 1.25e-7");
     /// ```
     pub fn text(&self) -> String {
+        let thresholds = match self.spent_threshold_delta {
+            0.0 => String::new(),
+            spent => format!(
+                "; thresholds δ = {} of {}",
+                four_digits_delta(spent),
+                four_digits_delta(self.threshold_delta)
+            ),
+        };
         format!(
-            "ρ = {} of {} (ε = {} at δ = {})",
+            "ρ = {} of {} (ε = {} at δ = {}){thresholds}",
             significant(self.spent_rho),
             significant(self.total_rho),
             significant(self.spent_epsilon),
@@ -133,6 +165,18 @@ fn significant(value: f64) -> String {
 /// ```
 pub fn shown_epsilon(value: f64) -> f64 {
     (value * 1e12).round() / 1e12
+}
+
+fn serialize_shown_epsilon<S: serde::Serializer>(
+    value: &f64,
+    to: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    to.serialize_f64(shown_epsilon(*value))
+}
+
+/// δ to four significant digits, as [`shown_delta`] shows it.
+fn four_digits_delta(value: f64) -> String {
+    shown_delta(format!("{value:.3e}").parse().unwrap_or(value))
 }
 
 /// δ as shown to people: `0`, or in exponent notation, exactly.
@@ -337,8 +381,8 @@ impl Ledger {
         ledger
             .connection
             .execute(
-                "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, accounting)
-                 VALUES ('', ?1, ?2, 'combined')",
+                "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, accounting, thresholds)
+                 VALUES ('', ?1, ?2, 'combined', 1)",
                 params![total_units, total_delta],
             )
             .map_err(|e| ledger.error(e))?;
@@ -405,8 +449,8 @@ impl Ledger {
         let total_units = check_totals(total_epsilon, total_delta)?;
         self.connection
             .execute(
-                "INSERT INTO accounts (account, epsilon_units, delta, accounting)
-                 VALUES (?1, ?2, ?3, 'combined')
+                "INSERT INTO accounts (account, epsilon_units, delta, accounting, thresholds)
+                 VALUES (?1, ?2, ?3, 'combined', 1)
                  ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
                 params![self.account, total_units, total_delta],
             )
@@ -586,12 +630,16 @@ impl InAccount<'_> {
     fn charge(&self, units: i64, cost: Cost, query: &str) -> Result<Charge> {
         let totals = read_totals(self.connection, self.account).map_err(|e| self.error(e))?;
         check_fits(&totals, units, cost)?;
-        let form = cost.concentrated;
+        // An accountant that keeps no δ for thresholds cannot count one:
+        // the charge closes it, as a charge without a concentrated form does.
+        let form = cost
+            .concentrated
+            .filter(|form| form.keys() == 0.0 || totals.thresholds);
         self.connection
             .execute(
                 "INSERT INTO spends
-                     (account, query, epsilon_units, delta, status, rho, spread, tail, layout)
-                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8)",
+                     (account, query, epsilon_units, delta, status, rho, spread, tail, layout, keys)
+                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8, ?9)",
                 params![
                     self.account,
                     query,
@@ -600,19 +648,22 @@ impl InAccount<'_> {
                     form.map(|f| f.rho()),
                     form.map(|f| f.spread()),
                     form.map(|f| f.tail()),
-                    schema::LAYOUT
+                    schema::LAYOUT,
+                    form.map(|f| f.keys())
                 ],
             )
             .map_err(|e| self.error(e))?;
         let charge = Charge(self.connection.last_insert_rowid());
         // check_fits refuses a charge whose ε sum would overflow.
+        let formless = i64::from(form.is_none());
         let form = form.unwrap_or_default();
         self.connection
             .execute(
                 "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
                      queries = queries + 1, spent_rho = spent_rho + ?4,
                      spent_spread = spent_spread + ?5, spent_tail = spent_tail + ?6,
-                     formless = formless + ?7, concentrated_terms = concentrated_terms + 1
+                     formless = formless + ?7, concentrated_terms = concentrated_terms + 1,
+                     spent_keys = spent_keys + ?8
                  WHERE account = ?1",
                 params![
                     self.account,
@@ -621,7 +672,8 @@ impl InAccount<'_> {
                     form.rho(),
                     form.spread(),
                     form.tail(),
-                    i64::from(cost.concentrated.is_none())
+                    formless,
+                    form.keys()
                 ],
             )
             .map_err(|e| self.error(e))?;
@@ -654,6 +706,8 @@ struct Totals {
     queries: i64,
     /// Whether the concentrated accountant keeps this account too.
     combined: bool,
+    /// Whether that accountant keeps a share of δ for thresholds.
+    thresholds: bool,
     /// Its sums, or `None` once a charge without a concentrated form closed it.
     concentrated: Option<ConcentratedLoss>,
 }
@@ -666,10 +720,12 @@ impl Totals {
             PrivacyLoss::approximate(from_units(self.total_units), self.total_delta).ok()?;
         // A total the concentrated accountant cannot keep (an ε so small
         // that no ρ fits, say) is kept by the sums alone.
-        match self.combined {
-            true => Some(Filter::new(total).unwrap_or(Filter::sums_only(total))),
-            false => Some(Filter::sums_only(total)),
-        }
+        let filter = match (self.combined, self.thresholds) {
+            (true, true) => Filter::new(total),
+            (true, false) => Filter::without_thresholds(total),
+            (false, _) => return Some(Filter::sums_only(total)),
+        };
+        Some(filter.unwrap_or(Filter::sums_only(total)))
     }
 }
 
@@ -678,17 +734,22 @@ fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Total
         .query_row(
             "SELECT epsilon_units, delta, spent_units, spent_delta, queries,
                  accounting = 'combined', spent_rho, spent_spread, spent_tail, formless,
-                 concentrated_terms
+                 concentrated_terms, thresholds = 1, spent_keys
              FROM accounts WHERE account = ?1",
             [account],
             |row| {
                 let formless: i64 = row.get(9)?;
                 let terms: i64 = row.get(10)?;
                 let parts: (f64, f64, f64) = (row.get(6)?, row.get(7)?, row.get(8)?);
+                let keys: f64 = row.get(12)?;
                 // Sums in doubles, bounded for their rounding; a damaged
                 // value closes the accountant (plain sums still count).
                 let concentrated = (formless == 0)
-                    .then(|| ConcentratedLoss::from_parts(parts.0, parts.1, parts.2).ok())
+                    .then(|| {
+                        ConcentratedLoss::from_parts(parts.0, parts.1, parts.2)
+                            .and_then(|sum| sum.with_keys(keys))
+                            .ok()
+                    })
                     .flatten()
                     .map(|sum| sum.at_most(u64::try_from(terms).unwrap_or(u64::MAX)));
                 Ok(Totals {
@@ -698,6 +759,7 @@ fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Total
                     spent_delta: row.get(3)?,
                     queries: row.get(4)?,
                     combined: row.get(5)?,
+                    thresholds: row.get(11)?,
                     concentrated,
                 })
             },
@@ -710,6 +772,7 @@ fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Total
         spent_delta: 0.0,
         queries: 0,
         combined: false,
+        thresholds: false,
         concentrated: None,
     }))
 }
@@ -724,6 +787,8 @@ fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<Budget
             total_rho: filter.concentrated_rho()?,
             spent_epsilon: filter.concentrated_epsilon(Some(spent))?,
             delta: filter.concentrated_delta()?,
+            spent_threshold_delta: spent.keys(),
+            threshold_delta: filter.threshold_delta()?,
         })
     });
     Ok(BudgetState {
@@ -1128,6 +1193,83 @@ mod tests {
         }
     }
 
+    /// A pure count at ε = 0.01 whose keys passed a threshold of δ `keys`.
+    fn thresholded(keys: f64) -> Cost {
+        use dpkit_core::accounting::ConcentratedLoss;
+        Cost {
+            loss: PrivacyLoss::approximate(0.01, keys).unwrap(),
+            concentrated: Some(
+                ConcentratedLoss::pure(0.01)
+                    .unwrap()
+                    .with_keys(keys)
+                    .unwrap(),
+            ),
+        }
+    }
+
+    #[test]
+    fn thresholds_are_paid_by_the_concentrated_accountant_within_their_share_of_delta() {
+        let path = temporary("thresholds");
+        // Plain sums pay for 100 of these; ρ for about 440; the δ kept for
+        // thresholds (a quarter of half of δ: 1.25e-7) for 126 of 0.99e-9.
+        let ledger = Ledger::open(&path, 1.0, 1e-6).unwrap();
+        assert_eq!(ledger.how_many_more(thresholded(0.99e-9)).unwrap(), 126);
+        let admitted = (0..1_000)
+            .take_while(|_| ledger.charge(thresholded(0.99e-9), "q").is_ok())
+            .count();
+        assert_eq!(admitted, 126);
+        let state = ledger.state().unwrap();
+        let concentrated = state.concentrated.unwrap();
+        assert!(
+            concentrated
+                .text()
+                .ends_with("thresholds δ = 1.247e-7 of 1.25e-7")
+        );
+        assert!(concentrated.spent_epsilon < 1.0);
+        // Smaller thresholds' δ: ρ is what stops them.
+        let path2 = temporary("thresholds-rho");
+        let ledger = Ledger::open(&path2, 1.0, 1e-6).unwrap();
+        let admitted = (0..1_000)
+            .take_while(|_| ledger.charge(thresholded(1e-11), "q").is_ok())
+            .count();
+        assert!((400..460).contains(&admitted), "{admitted}");
+        for p in [path, path2] {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+
+    #[test]
+    fn accounts_of_layout_two_keep_an_accountant_that_thresholds_close() {
+        let path = temporary("layout-two");
+        Ledger::grant(&path, "old", 1.0, 1e-6).unwrap();
+        // Back to layout 2: no column for thresholds, the older guard.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "ALTER TABLE accounts DROP COLUMN thresholds;
+                 ALTER TABLE accounts DROP COLUMN spent_keys;
+                 ALTER TABLE spends DROP COLUMN keys;
+                 DROP TRIGGER charges_of_this_layout;
+                 CREATE TRIGGER charges_of_this_layout
+                 BEFORE INSERT ON spends WHEN NEW.layout IS NULL
+                 BEGIN SELECT RAISE(ABORT, 'a newer dpkit keeps this ledger'); END;
+                 PRAGMA user_version = 2;",
+            )
+            .unwrap();
+        let old = Ledger::open_account(&path, "old").unwrap();
+        let before = old.state().unwrap().concentrated.unwrap();
+        assert_eq!(before.threshold_delta, 0.0);
+        assert_eq!(old.how_many_more(thresholded(1e-11)).unwrap(), 100);
+        old.charge(thresholded(1e-11), "q").unwrap();
+        assert!(old.state().unwrap().concentrated.is_none());
+        Ledger::grant(&path, "new", 1.0, 1e-6).unwrap();
+        let new = Ledger::open_account(&path, "new").unwrap();
+        new.charge(thresholded(1e-11), "q").unwrap();
+        let after = new.state().unwrap().concentrated.unwrap();
+        assert!(after.total_rho < before.total_rho && after.total_rho > 0.97 * before.total_rho);
+        std::fs::remove_file(&path).unwrap();
+    }
+
     #[test]
     fn an_older_dpkit_cannot_charge_this_layout_and_a_full_count_is_refused() {
         let path = temporary("layout");
@@ -1139,6 +1281,13 @@ mod tests {
             [],
         );
         assert!(older.unwrap_err().to_string().contains("newer dpkit"));
+        // What a dpkit of layout 2 would write: no threshold's δ.
+        let layout_two = ledger.connection.execute(
+            "INSERT INTO spends (account, query, epsilon_units, delta, status, rho, spread, tail, layout)
+             VALUES ('', 'q', 1, 0.0, 'charged', 0.1, 0.0, 0.0, 2)",
+            [],
+        );
+        assert!(layout_two.unwrap_err().to_string().contains("newer dpkit"));
         // A sum of ε the ledger cannot hold is refused in one line.
         ledger
             .connection

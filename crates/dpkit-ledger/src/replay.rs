@@ -60,20 +60,23 @@ impl InAccount<'_> {
         let earlier: Option<Earlier> = self
             .connection
             .query_row(
-                "SELECT r.spend, r.answer, s.epsilon_units, s.delta, s.rho, s.spread, s.tail
+                "SELECT r.spend, r.answer, s.epsilon_units, s.delta, s.rho, s.spread, s.tail,
+                     COALESCE(s.keys, 0.0)
                  FROM replays r JOIN spends s ON s.id = r.spend
                  WHERE r.account = ?1 AND r.request = ?2 AND s.status = 'charged'",
                 params![self.account, request],
                 |row| {
-                    let form: (Option<f64>, Option<f64>, Option<f64>) =
-                        (row.get(4)?, row.get(5)?, row.get(6)?);
+                    let form: (Option<f64>, Option<f64>, Option<f64>, f64) =
+                        (row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?);
                     Ok(Earlier {
                         spend: row.get(0)?,
                         answer: row.get(1)?,
                         units: row.get(2)?,
                         delta: row.get(3)?,
                         form: match form {
-                            (Some(rho), Some(spread), Some(tail)) => Some((rho, spread, tail)),
+                            (Some(rho), Some(spread), Some(tail), keys) => {
+                                Some((rho, spread, tail, keys))
+                            }
                             _ => None,
                         },
                     })
@@ -133,9 +136,9 @@ struct Earlier {
     answer: Option<String>,
     units: i64,
     delta: f64,
-    /// ρ, spread and tail; `None` for a charge without a concentrated form,
-    /// which closed that accountant.
-    form: Option<(f64, f64, f64)>,
+    /// ρ, spread, tail and keys; `None` for a charge without a concentrated
+    /// form, which closed that accountant.
+    form: Option<(f64, f64, f64, f64)>,
 }
 
 impl Earlier {
@@ -146,8 +149,11 @@ impl Earlier {
         let form = match (self.form, cost.concentrated) {
             (None, _) => true,
             (Some(_), None) => false,
-            (Some((rho, spread, tail)), Some(new)) => {
-                rho >= new.rho() && spread >= new.spread() && tail >= new.tail()
+            (Some((rho, spread, tail, keys)), Some(new)) => {
+                rho >= new.rho()
+                    && spread >= new.spread()
+                    && tail >= new.tail()
+                    && keys >= new.keys()
             }
         };
         self.units == units && self.delta == cost.loss.delta() && form

@@ -25,6 +25,13 @@ pub(super) const PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 /// its charges without one (`formless`), any of which closes the
 /// concentrated accountant. A refund gives back ε and δ but none of these:
 /// the concentrated accountant keeps counting what it once admitted.
+///
+/// A charge whose keys passed a threshold has its threshold's δ in `keys`
+/// (the loss's `keys`), summed in `spent_keys`. An account's `thresholds`
+/// is 1 where its concentrated accountant keeps a share of δ for them
+/// (`Filter::new`), for accounts granted since it does; 0 for older ones,
+/// whose accountant keeps none (`Filter::without_thresholds`): their
+/// charges so far were admitted by it.
 const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          account TEXT PRIMARY KEY,
          epsilon_units INTEGER NOT NULL,
@@ -37,7 +44,9 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          spent_spread REAL NOT NULL DEFAULT 0.0,
          spent_tail REAL NOT NULL DEFAULT 0.0,
          formless INTEGER NOT NULL DEFAULT 0,
-         concentrated_terms INTEGER NOT NULL DEFAULT 0);
+         concentrated_terms INTEGER NOT NULL DEFAULT 0,
+         thresholds INTEGER NOT NULL DEFAULT 0,
+         spent_keys REAL NOT NULL DEFAULT 0.0);
      CREATE TABLE IF NOT EXISTS spends (
          id INTEGER PRIMARY KEY AUTOINCREMENT,
          at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
@@ -49,7 +58,8 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          rho REAL,
          spread REAL,
          tail REAL,
-         layout INTEGER);
+         layout INTEGER,
+         keys REAL);
      CREATE TABLE IF NOT EXISTS replays (
          account TEXT NOT NULL,
          request TEXT NOT NULL,
@@ -60,16 +70,20 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
 const INDEXES: &str = "CREATE INDEX IF NOT EXISTS replays_by_spend ON replays (spend);";
 
 /// This layout's number, which every charge it writes carries.
-pub(super) const LAYOUT: i64 = 2;
+pub(super) const LAYOUT: i64 = 3;
 
-/// A dpkit from before the concentrated accountant opens this layout as its
-/// own (it looks for the same tables), but would charge by plain sums over
-/// the whole δ and leave the concentrated sums behind: its charges, which
-/// carry no layout, are refused by the file itself.
-const GUARD: &str = "CREATE TRIGGER IF NOT EXISTS charges_of_this_layout
-     BEFORE INSERT ON spends WHEN NEW.layout IS NULL
+/// An older dpkit opens this layout as its own (it looks for the same
+/// tables), but would charge it by rules this one no longer keeps: one from
+/// before the concentrated accountant by plain sums over the whole δ,
+/// leaving the concentrated sums behind; one of layout 2 by a concentrated
+/// accountant that keeps no δ for thresholds, on accounts whose accountant
+/// does (and without their threshold's δ). Their charges, which carry no
+/// layout or an older one, are refused by the file itself.
+const GUARD: &str = "DROP TRIGGER IF EXISTS charges_of_this_layout;
+     CREATE TRIGGER charges_of_this_layout
+     BEFORE INSERT ON spends WHEN NEW.layout IS NULL OR NEW.layout < 3
      BEGIN SELECT RAISE(ABORT, 'a newer dpkit keeps this ledger: upgrade dpkit to charge it'); END;
-     PRAGMA user_version = 2;";
+     PRAGMA user_version = 3;";
 
 /// Creates the tables in one transaction, moving an older ledger along:
 /// a first-layout budget becomes account "" and its charges stay its own;
@@ -80,8 +94,9 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     if has_index(connection, "replays_by_spend")?
         && !has_table(connection, "budget")?
         && has_column(connection, "accounts", "spent_units")?
-        && has_column(connection, "accounts", "accounting")?
+        && has_column(connection, "accounts", "thresholds")?
         && has_trigger(connection, "charges_of_this_layout")?
+        && user_version(connection)? >= 3
     {
         return Ok(());
     }
@@ -97,6 +112,10 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
         has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "rho")?;
     let no_layout =
         has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "layout")?;
+    let no_thresholds = has_table(&transaction, "accounts")?
+        && !has_column(&transaction, "accounts", "thresholds")?;
+    let no_keys =
+        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "keys")?;
     transaction.execute_batch(TABLES)?;
     if old_spends {
         transaction
@@ -132,6 +151,17 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     if no_layout {
         transaction.execute_batch("ALTER TABLE spends ADD COLUMN layout INTEGER;")?;
     }
+    if no_thresholds {
+        // Accounts granted before keep an accountant without thresholds
+        // (the column's default 0): their charges so far were admitted so.
+        transaction.execute_batch(
+            "ALTER TABLE accounts ADD COLUMN thresholds INTEGER NOT NULL DEFAULT 0;
+             ALTER TABLE accounts ADD COLUMN spent_keys REAL NOT NULL DEFAULT 0.0;",
+        )?;
+    }
+    if no_keys {
+        transaction.execute_batch("ALTER TABLE spends ADD COLUMN keys REAL;")?;
+    }
     if first_layout {
         transaction.execute_batch(
             "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta)
@@ -164,7 +194,9 @@ const SUMS: &str = "UPDATE accounts SET
      formless = (SELECT COUNT(*) FROM spends s
                  WHERE s.account = accounts.account AND s.status = 'charged' AND s.rho IS NULL),
      concentrated_terms = (SELECT COUNT(*) FROM spends s
-                           WHERE s.account = accounts.account AND s.status = 'charged');";
+                           WHERE s.account = accounts.account AND s.status = 'charged'),
+     spent_keys = (SELECT COALESCE(SUM(keys), 0.0) FROM spends s
+                   WHERE s.account = accounts.account AND s.status = 'charged');";
 
 fn has_table(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
     connection.query_row(
@@ -188,6 +220,10 @@ fn has_index(connection: &Connection, name: &str) -> rusqlite::Result<bool> {
         [name],
         |row| row.get(0),
     )
+}
+
+fn user_version(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.query_row("PRAGMA user_version", [], |row| row.get(0))
 }
 
 fn has_column(connection: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {

@@ -899,3 +899,39 @@ fn kept_rows_depend_on_each_persons_own_rows_alone() {
     assert_eq!(first[0], base[0]);
     assert_eq!(last[0], base[0]);
 }
+
+#[test]
+fn thresholded_groups_are_paid_by_the_concentrated_accountant_past_plain_sums() {
+    let engine = QueryEngine::open(adult_description()).unwrap();
+    let path = temporary("threshold-concentrated");
+    let ledger = Ledger::open(&path, 1.0, 1e-6).unwrap();
+    let sql = "SELECT \"native-country\" AS country, COUNT(*) AS n FROM adult GROUP BY \"native-country\"";
+    let at = settings(0.01, 1e-10);
+    let plan = plan_noise(&engine.plan(sql).unwrap().measured, &at).unwrap();
+    // The threshold's δ is counted as the loss's keys, beside ρ = ε²/2.
+    let form = plan.concentrated.expect("a concentrated form");
+    assert_eq!(form.keys(), plan.threshold_delta);
+    assert!(plan.threshold_delta > 0.0 && (form.rho() - 0.01f64.powi(2) / 2.0).abs() < 1e-12);
+    // Plain sums pay for 100; ρ for about 440.
+    let more = ledger.how_many_more(plan.charge()).unwrap();
+    assert!((400..460).contains(&more), "{more}");
+    for _ in 0..100 {
+        ledger.charge(plan.charge(), "spent beforehand").unwrap();
+    }
+    // All of ε is spent: only the concentrated accountant can pay now.
+    assert_eq!(ledger.state().unwrap().spent_epsilon, 1.0);
+    let mut rng = InsecureSeededRng::from_seed_for_testing(30);
+    let answer = engine.answer(sql, &at, &ledger, &mut rng).unwrap();
+    assert!(!answer.rows.is_empty());
+    assert_eq!(ledger.state().unwrap().queries, 101);
+    // With Gaussian noise beside the threshold, the number of keys that
+    // pass decides the loss: no concentrated form.
+    let averages = "SELECT \"native-country\", AVG(age) FROM adult GROUP BY \"native-country\"";
+    let gaussian = dpkit_query::ReleaseSettings {
+        mechanism: dpkit_query::MechanismChoice::Gaussian,
+        ..settings(0.5, 1e-6)
+    };
+    let plan = plan_noise(&engine.plan(averages).unwrap().measured, &gaussian).unwrap();
+    assert!(plan.concentrated.is_none());
+    std::fs::remove_file(&path).unwrap();
+}

@@ -560,7 +560,7 @@ pub fn plan_noise(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<N
         0.0
     };
     Ok(NoisePlan {
-        concentrated: concentrated(query, &noises),
+        concentrated: concentrated(query, &noises, delta.threshold),
         noises,
         threshold,
         threshold_delta: delta.threshold,
@@ -573,14 +573,22 @@ pub fn plan_noise(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<N
 /// measurement (one per key). A pure measurement is ε-DP at its share of ε
 /// over all its values, so (share²/2)-zCDP; a Gaussian one is the
 /// Gaussian's ρ for the L2 move it was built for. Keys chosen by a
-/// threshold have no such form.
-fn concentrated(query: &MeasuredQuery, noises: &[PlannedNoise]) -> Option<ConcentratedLoss> {
+/// threshold add the threshold's δ as the loss's `keys`
+/// ([`ConcentratedLoss::with_keys`]), if every measurement is pure: a
+/// Gaussian's loss grows with its draws, and the number of keys that pass
+/// is not known before the run, so such a query has no concentrated form.
+fn concentrated(
+    query: &MeasuredQuery,
+    noises: &[PlannedNoise],
+    threshold_delta: f64,
+) -> Option<ConcentratedLoss> {
     let draws = match &query.keys {
         KeySelection::Single => 1,
         KeySelection::Domain(keys) => keys.len() as u64,
+        KeySelection::Threshold if noises.iter().all(is_pure) => 1,
         KeySelection::Threshold => return None,
     };
-    noises
+    let loss = noises
         .iter()
         .try_fold(ConcentratedLoss::default(), |total, planned| {
             let loss = match &planned.noise {
@@ -588,7 +596,23 @@ fn concentrated(query: &MeasuredQuery, noises: &[PlannedNoise]) -> Option<Concen
                 Noise::Quantile { .. } => ConcentratedLoss::pure(planned.epsilon),
             };
             Some(total.and(loss.ok()?))
-        })
+        })?;
+    match query.keys {
+        KeySelection::Threshold => loss.with_keys(threshold_delta).ok(),
+        _ => Some(loss),
+    }
+}
+
+/// Whether a measurement's noise is pure ε-DP with an exact sampler (its
+/// concentrated loss is ε²/2 whatever the number of values it noises).
+fn is_pure(planned: &PlannedNoise) -> bool {
+    match &planned.noise {
+        Noise::Additive(noise) => !matches!(
+            noise,
+            AdditiveNoise::Gaussian(_) | AdditiveNoise::DiscreteGaussian(_)
+        ),
+        Noise::Quantile { .. } => true,
+    }
 }
 
 fn planned(

@@ -44,7 +44,9 @@ function showBudget(budget) {
     " of " + round(budget.total_epsilon, 3) + " · δ left " + budget.remaining_delta.toExponential(1) +
     " · " + budget.queries + " queries" +
     (c ? " · zCDP: ρ " + (c.spent_rho ? c.spent_rho.toPrecision(3) : "0") + " of " +
-      c.total_rho.toPrecision(3) : "");
+      c.total_rho.toPrecision(3) : "") +
+    (c && c.spent_threshold_delta ? " · thresholds δ " + c.spent_threshold_delta.toExponential(2) +
+      " of " + c.threshold_delta.toExponential(2) : "");
 }
 
 async function refreshBudget() {

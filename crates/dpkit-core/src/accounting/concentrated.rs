@@ -39,6 +39,9 @@ use crate::error::{Error, Result, require_positive};
 ///   the bound is the sum of the draws' bounds).
 /// * `tail`: a bound on the probability, under the realised or the ideal
 ///   sampler, that some draw falls outside its window.
+/// * `keys`: for a release whose keys pass a threshold, a bound on the
+///   probability that a key held by one person alone is released (the
+///   threshold's δ; see [`ConcentratedLoss::with_keys`]). 0 otherwise.
 ///
 /// ```
 /// use dpkit_core::accounting::ConcentratedLoss;
@@ -53,6 +56,7 @@ pub struct ConcentratedLoss {
     rho: f64,
     spread: f64,
     tail: f64,
+    keys: f64,
 }
 
 impl ConcentratedLoss {
@@ -64,6 +68,7 @@ impl ConcentratedLoss {
             rho: (epsilon * epsilon / 2.0).next_up(),
             spread: 0.0,
             tail: 0.0,
+            keys: 0.0,
         })
     }
 
@@ -81,20 +86,46 @@ impl ConcentratedLoss {
 
     /// A loss as a ledger stored it: ρ, spread and tail, each finite and ≥ 0.
     pub fn from_parts(rho: f64, spread: f64, tail: f64) -> Result<Self> {
-        let part = |name: &'static str, value: f64| {
-            if value.is_finite() && value >= 0.0 {
-                Ok(value)
-            } else {
-                Err(Error::InvalidParameter {
-                    name,
-                    reason: format!("must be finite and ≥ 0, got {value}"),
-                })
-            }
-        };
         Ok(Self {
             rho: part("rho", rho)?,
             spread: part("spread", spread)?,
             tail: part("tail", tail)?,
+            keys: 0.0,
+        })
+    }
+
+    /// This loss for a release that also chooses its keys by a threshold
+    /// which a key held by one person alone passes with probability at most
+    /// `keys` (the threshold's δ), added to what it counted before.
+    ///
+    /// The argument, for neighbours D ⊃ D′ (one person more in D): let the
+    /// *ideal* release on either be the real one with every key outside
+    /// D′'s keys withheld. On D′ it is the real release. On D it differs
+    /// from the real one only when such a key passes, so the real
+    /// release's probability of any set of outcomes is at most the ideal's
+    /// plus `keys`, and the ideal's is at most the real's times
+    /// 1/(1 − `keys`) (the withheld keys' noise is independent of the rest).
+    /// The ideal releases are neighbours of the ρ this loss counts: ρ,
+    /// spread and tail are those of the values released for D′'s keys.
+    /// How a filter spends `keys` is in [`super::filter`].
+    ///
+    /// ```
+    /// use dpkit_core::accounting::ConcentratedLoss;
+    /// let grouped = ConcentratedLoss::pure(0.1).unwrap().with_keys(1e-9).unwrap();
+    /// assert_eq!((grouped.keys(), grouped.rho()), (1e-9, ConcentratedLoss::pure(0.1).unwrap().rho()));
+    /// assert!(ConcentratedLoss::pure(0.1).unwrap().with_keys(1.0).is_err());
+    /// ```
+    pub fn with_keys(self, keys: f64) -> Result<Self> {
+        let keys = part("keys", keys)?;
+        if keys >= 1.0 {
+            return Err(Error::InvalidParameter {
+                name: "keys",
+                reason: format!("must lie in [0, 1), got {keys}"),
+            });
+        }
+        Ok(Self {
+            keys: up(self.keys, keys),
+            ..self
         })
     }
 
@@ -102,11 +133,11 @@ impl ConcentratedLoss {
     /// composition; spreads and tails as bounds on a product and a union),
     /// rounded up.
     pub fn and(self, other: Self) -> Self {
-        let up = |a: f64, b: f64| if b == 0.0 { a } else { (a + b).next_up() };
         Self {
             rho: up(self.rho, other.rho),
             spread: up(self.spread, other.spread),
             tail: up(self.tail, other.tail),
+            keys: up(self.keys, other.keys),
         }
     }
 
@@ -133,6 +164,7 @@ impl ConcentratedLoss {
             rho: up(self.rho),
             spread: up(self.spread),
             tail: up(self.tail),
+            keys: up(self.keys),
         }
     }
 
@@ -149,6 +181,33 @@ impl ConcentratedLoss {
     /// The bound on the probability of a draw outside its window.
     pub fn tail(&self) -> f64 {
         self.tail
+    }
+
+    /// The bound on the probability that a key held by one person alone is
+    /// released (thresholds' δ; 0 without thresholds).
+    pub fn keys(&self) -> f64 {
+        self.keys
+    }
+}
+
+/// `value` if it is finite and ≥ 0, else an error naming it.
+fn part(name: &'static str, value: f64) -> Result<f64> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(Error::InvalidParameter {
+            name,
+            reason: format!("must be finite and ≥ 0, got {value}"),
+        })
+    }
+}
+
+/// `a + b` rounded up (exact when either is 0).
+fn up(a: f64, b: f64) -> f64 {
+    match (a, b) {
+        (a, 0.0) => a,
+        (0.0, b) => b,
+        (a, b) => (a + b).next_up(),
     }
 }
 

@@ -21,7 +21,24 @@
 //!   with probability at most τ (the tails' bound), realised or ideal; so
 //!   for any set S of transcripts, P′(S) ≤ e^η·P(S) + τ and
 //!   P(S) ≤ e^ε₀·Q(S) + δ₀ ≤ e^ε₀·(e^η·Q′(S) + τ) + δ₀, that is
-//!   (ε₀ + 2η, e^η·δ₀ + (1 + e^(ε₀+η))·τ)-DP. The filter takes η = ε/1000
+//!   (ε₀ + 2η, e^η·δ₀ + (1 + e^(ε₀+η))·τ)-DP.
+//!
+//!   **Thresholds** (keys chosen by a noisy count, see
+//!   [`ConcentratedLoss::with_keys`]) add a third bound κ, on the sum of
+//!   the releases' `keys`. For neighbours D ⊃ D′, withholding every key of
+//!   D that D′ lacks gives an interaction that is the real one on D′ and
+//!   whose releases are those the bounds above count. On D the two are
+//!   coupled by the same draws and part only when a withheld key passes;
+//!   the chance of that in round i, given the rounds before, is at most
+//!   that round's `keys`, and the filter keeps their sum within κ on every
+//!   transcript, so the real interaction gives any set at most κ more than
+//!   the withheld one. The withheld one gives a transcript at most
+//!   Π 1/(1 − keysᵢ) ≤ e^κ′ times the real one's, κ′ = κ/(1 − κ). With
+//!   the bounds above, in each direction: (ε₀ + 2η + κ′,
+//!   e^η·δ₀ + (1 + e^(ε₀+η))·τ + κ)-DP.
+//!
+//!   The filter takes η = ε/1000, κ a quarter of δ/2 (none on accounts made
+//!   before thresholds were counted here: [`Filter::without_thresholds`]),
 //!   and chooses ε₀ and δ₀ so that this is (ε, δ/2). It is the tighter for
 //!   many queries, above all Gaussian ones.
 //!
@@ -61,6 +78,9 @@ const SPREAD_SHARE: f64 = 1e-3;
 /// The share of its δ the concentrated accountant keeps for the samplers'
 /// tails.
 const TAIL_SHARE: f64 = 1e-6;
+/// The share of its δ the concentrated accountant keeps for thresholds
+/// (κ; see the module): a quarter, which costs the budget's ρ about 2%.
+const THRESHOLD_SHARE: f64 = 0.25;
 
 /// What a budget admits. Made from the total alone.
 ///
@@ -90,6 +110,10 @@ struct Bounds {
     rho: f64,
     spread: f64,
     tail: f64,
+    /// κ, the bound on the thresholds' `keys` (0: none is admitted).
+    keys: f64,
+    /// κ′ = κ/(1 − κ), rounded up: the ε thresholds may add.
+    keys_epsilon: f64,
     /// δ₀, at which ρ converts to ε₀.
     inner_delta: f64,
 }
@@ -124,29 +148,53 @@ impl Filter {
     /// The bounds are a pure function of the total, found once per total
     /// and shared (a search of a few milliseconds).
     pub fn new(total: PrivacyLoss) -> Result<Self> {
-        static FILTERS: SharedTables<(u64, u64), Filter> = SharedTables::with_capacity(64);
-        let key = (total.epsilon().to_bits(), total.delta().to_bits());
-        Ok(*FILTERS.get_or_build(key, || Self::build(total))?)
+        Self::shared(total, THRESHOLD_SHARE)
     }
 
-    fn build(total: PrivacyLoss) -> Result<Self> {
+    /// Both accountants as [`Filter::new`] makes them, but with nothing of
+    /// δ kept for thresholds: the accountant of accounts granted before
+    /// thresholds were counted in concentrated form (a threshold closes
+    /// it). Their charges so far were admitted by it, so they keep it.
+    pub fn without_thresholds(total: PrivacyLoss) -> Result<Self> {
+        Self::shared(total, 0.0)
+    }
+
+    fn shared(total: PrivacyLoss, threshold_share: f64) -> Result<Self> {
+        static FILTERS: SharedTables<(u64, u64, u64), Filter> = SharedTables::with_capacity(64);
+        let key = (
+            total.epsilon().to_bits(),
+            total.delta().to_bits(),
+            threshold_share.to_bits(),
+        );
+        Ok(*FILTERS.get_or_build(key, || Self::build(total, threshold_share))?)
+    }
+
+    fn build(total: PrivacyLoss, threshold_share: f64) -> Result<Self> {
         let (epsilon, delta) = (total.epsilon(), total.delta());
         if delta == 0.0 {
             return Ok(Self::sums_only(total));
         }
         let share = delta / 2.0;
         let spread = epsilon * SPREAD_SHARE;
-        let inner_epsilon = epsilon - 2.0 * spread;
-        // τ·(1 + e^(ε₀+η)) ≤ TAIL_SHARE·δ/2, and e^η·δ₀ takes the rest.
-        // Past e^709 no tail fits at all (τ = 0: no Gaussian is admitted).
+        let keys = share * threshold_share;
+        let keys_epsilon = if keys > 0.0 {
+            (keys / (1.0 - keys)).next_up()
+        } else {
+            0.0
+        };
+        let inner_epsilon = epsilon - 2.0 * spread - keys_epsilon;
+        let rest = (share - keys).next_down();
+        // τ·(1 + e^(ε₀+η)) ≤ TAIL_SHARE·(what κ leaves), and e^η·δ₀ takes
+        // the rest. Past e^709 no tail fits at all (τ = 0: no Gaussian is
+        // admitted).
         let grow = 1.0 + (inner_epsilon + spread).exp();
         let tail = if grow.is_finite() {
-            share * TAIL_SHARE / grow
+            rest * TAIL_SHARE / grow
         } else {
             0.0
         };
         let reserved = if tail > 0.0 { tail * grow } else { 0.0 };
-        let inner_delta = ((share - reserved) / spread.exp()).next_down();
+        let inner_delta = ((rest - reserved) / spread.exp()).next_down();
         let rho = rho_within(inner_epsilon, inner_delta)?;
         Ok(Self {
             total,
@@ -154,6 +202,8 @@ impl Filter {
                 rho,
                 spread,
                 tail,
+                keys,
+                keys_epsilon,
                 inner_delta,
             }),
         })
@@ -195,8 +245,9 @@ impl Filter {
     }
 
     /// Whether the concentrated accountant admits `cost` after `spent`.
-    /// `None` is a loss without a concentrated form (thresholds, say): one
-    /// such charge closes the concentrated accountant for good.
+    /// `None` is a loss without a concentrated form (thresholded keys beside
+    /// Gaussian noise, say): one such charge closes the concentrated
+    /// accountant for good.
     pub fn concentrated_fits(
         &self,
         spent: Option<ConcentratedLoss>,
@@ -206,7 +257,10 @@ impl Filter {
             return false;
         };
         let after = spent.and(cost);
-        after.rho() <= bounds.rho && after.spread() <= bounds.spread && after.tail() <= bounds.tail
+        after.rho() <= bounds.rho
+            && after.spread() <= bounds.spread
+            && after.tail() <= bounds.tail
+            && after.keys() <= bounds.keys
     }
 
     /// How many more charges of `cost` the concentrated accountant admits
@@ -227,19 +281,28 @@ impl Filter {
         };
         let n = room(bounds.rho, spent.rho(), cost.rho())
             .min(room(bounds.spread, spent.spread(), cost.spread()))
-            .min(room(bounds.tail, spent.tail(), cost.tail()));
+            .min(room(bounds.tail, spent.tail(), cost.tail()))
+            .min(room(bounds.keys, spent.keys(), cost.keys()));
         n.min(u64::MAX as f64) as u64
     }
 
     /// The ε the concentrated accountant's spending converts to at the
     /// δ it keeps, as `dpkit budget` and the service show it: the spent ρ
-    /// converted, plus twice the spread spent so far (`None` when it does
-    /// not keep this budget, or a charge closed it).
+    /// converted, plus twice the spread spent so far and what the
+    /// thresholds spent add (`None` when it does not keep this budget, or a
+    /// charge closed it).
     pub fn concentrated_epsilon(&self, spent: Option<ConcentratedLoss>) -> Option<f64> {
         let bounds = self.concentrated?;
         let spent = spent?;
         let inner = epsilon_of(spent.rho(), bounds.inner_delta).ok()?;
-        Some(inner + 2.0 * spent.spread())
+        let keys = spent.keys() / (1.0 - bounds.keys);
+        Some(inner + 2.0 * spent.spread() + keys)
+    }
+
+    /// The δ the concentrated accountant keeps for thresholds (κ), if it
+    /// keeps the budget: 0 on accounts made before it did.
+    pub fn threshold_delta(&self) -> Option<f64> {
+        self.concentrated.map(|b| b.keys)
     }
 }
 
@@ -250,21 +313,66 @@ mod tests {
     #[test]
     fn the_concentrated_bounds_convert_back_within_half_of_delta() {
         for (epsilon, delta) in [(1.0, 1e-6), (0.1, 1e-9), (10.0, 1e-5), (900.0, 1e-3)] {
-            let filter = Filter::new(PrivacyLoss::approximate(epsilon, delta).unwrap()).unwrap();
-            let bounds = filter.concentrated.unwrap();
-            let inner_epsilon = epsilon - 2.0 * bounds.spread;
-            let grow = 1.0 + (inner_epsilon + bounds.spread).exp();
-            let tails = if bounds.tail > 0.0 {
-                grow * bounds.tail
-            } else {
-                0.0
-            };
-            let inner_delta = bounds.inner_delta;
-            let converted = epsilon_of(bounds.rho, inner_delta).unwrap() + 2.0 * bounds.spread;
-            let delta_used = bounds.spread.exp() * inner_delta + tails;
-            assert!(converted <= epsilon, "{epsilon}: {converted}");
-            assert!(delta_used <= delta / 2.0 * (1.0 + 1e-12), "{delta_used}");
+            let total = PrivacyLoss::approximate(epsilon, delta).unwrap();
+            let old = Filter::without_thresholds(total).unwrap();
+            for filter in [Filter::new(total).unwrap(), old] {
+                let b = filter.concentrated.unwrap();
+                let inner_epsilon = epsilon - 2.0 * b.spread - b.keys_epsilon;
+                let grow = 1.0 + (inner_epsilon + b.spread).exp();
+                let tails = if b.tail > 0.0 { grow * b.tail } else { 0.0 };
+                let converted = epsilon_of(b.rho, b.inner_delta).unwrap()
+                    + 2.0 * b.spread
+                    + b.keys / (1.0 - b.keys);
+                let delta_used = b.spread.exp() * b.inner_delta + tails + b.keys;
+                assert!(converted <= epsilon, "{epsilon}: {converted}");
+                assert!(delta_used <= delta / 2.0 * (1.0 + 1e-12), "{delta_used}");
+            }
+            assert_eq!(old.threshold_delta(), Some(0.0));
+            assert_eq!(
+                Filter::new(total).unwrap().threshold_delta(),
+                Some(delta / 8.0)
+            );
         }
+    }
+
+    #[test]
+    fn thresholds_spend_their_own_share_and_close_only_the_older_accountant() {
+        let total = PrivacyLoss::approximate(1.0, 1e-6).unwrap();
+        let (new, old) = (
+            Filter::new(total).unwrap(),
+            Filter::without_thresholds(total).unwrap(),
+        );
+        let keys = |delta: f64| {
+            Some(
+                ConcentratedLoss::pure(0.01)
+                    .unwrap()
+                    .with_keys(delta)
+                    .unwrap(),
+            )
+        };
+        let nothing = Some(ConcentratedLoss::default());
+        // κ = δ/8 = 1.25e-7: twelve thresholds of 1e-8, whatever ρ is left.
+        assert_eq!(new.concentrated_room(nothing, keys(1e-8)), 12);
+        assert!(new.concentrated_fits(nothing, keys(1.25e-7 * (1.0 - 1e-12))));
+        assert!(!new.concentrated_fits(nothing, keys(1.26e-7)));
+        assert!(!old.concentrated_fits(nothing, keys(1e-12)));
+        assert_eq!(old.concentrated_room(nothing, keys(1e-12)), 0);
+        // Thresholds cost the budget's ρ about 2%.
+        let (rho_new, rho_old) = (
+            new.concentrated_rho().unwrap(),
+            old.concentrated_rho().unwrap(),
+        );
+        assert!(
+            rho_new < rho_old && rho_new > 0.97 * rho_old,
+            "{rho_new} {rho_old}"
+        );
+        // What thresholds spent shows in the ε the accountant has spent.
+        let spent = nothing.map(|s| s.and(keys(1e-7).unwrap()));
+        let shown = new.concentrated_epsilon(spent).unwrap();
+        let without = new
+            .concentrated_epsilon(Some(ConcentratedLoss::pure(0.01).unwrap()))
+            .unwrap();
+        assert!(shown - without >= 1e-7, "{shown} {without}");
     }
 
     #[test]

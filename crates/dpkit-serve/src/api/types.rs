@@ -1,6 +1,6 @@
 //! The JSON the API takes and gives.
 
-use dpkit_ledger::{BudgetState, shown_epsilon};
+use dpkit_ledger::{BudgetState, Concentrated, shown_epsilon};
 use dpkit_query::{MechanismChoice, ReleaseSettings, ReleasedTable};
 use dpkit_release::Cell;
 use serde::{Deserialize, Serialize};
@@ -129,6 +129,24 @@ pub struct ConcentratedBudget {
     pub spent_epsilon: f64,
     /// The δ it keeps.
     pub delta: f64,
+    /// Of that δ, what thresholds (keys without a public domain) have spent.
+    pub spent_threshold_delta: f64,
+    /// Of that δ, what it keeps for thresholds (0 on budgets granted before
+    /// it kept any: there a threshold closes it).
+    pub threshold_delta: f64,
+}
+
+impl From<Concentrated> for ConcentratedBudget {
+    fn from(c: Concentrated) -> Self {
+        Self {
+            spent_rho: c.spent_rho,
+            total_rho: c.total_rho,
+            spent_epsilon: shown_epsilon(c.spent_epsilon),
+            delta: c.delta,
+            spent_threshold_delta: c.spent_threshold_delta,
+            threshold_delta: c.threshold_delta,
+        }
+    }
 }
 
 impl Budget {
@@ -143,12 +161,7 @@ impl Budget {
             spent_delta: state.spent_delta,
             remaining_delta: state.remaining_delta(),
             queries: state.queries,
-            concentrated: state.concentrated.map(|c| ConcentratedBudget {
-                spent_rho: c.spent_rho,
-                total_rho: c.total_rho,
-                spent_epsilon: shown_epsilon(c.spent_epsilon),
-                delta: c.delta,
-            }),
+            concentrated: state.concentrated.map(ConcentratedBudget::from),
         }
     }
 }
@@ -342,5 +355,24 @@ impl From<Cell> for AnswerCell {
                 expected_error,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_concentrated_budget_reads_as_the_cli_and_python_give_it() {
+        let c = Concentrated {
+            spent_rho: 0.005,
+            total_rho: 0.02285,
+            spent_epsilon: 0.1 + 0.2,
+            delta: 5e-7,
+            spent_threshold_delta: 2e-8,
+            threshold_delta: 1.25e-7,
+        };
+        let served = serde_json::to_value(ConcentratedBudget::from(c)).unwrap();
+        assert_eq!(served, serde_json::to_value(c).unwrap());
     }
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_ledger::{BudgetState, default_path, shown_epsilon};
-use dpkit_query::alternative::GaussianAlternative;
+use dpkit_query::alternative::{GaussianAlternative, Targeted};
 use dpkit_query::draft::draft_from_csv;
 use dpkit_query::{
     Description, Ledger, MechanismChoice, QueryEngine, ReleaseSettings, ReleasedTable,
@@ -41,7 +41,8 @@ pub struct QueryArgs {
     epsilon: Option<f64>,
     /// Accuracy first: find the smallest ε at which every aggregate's
     /// interval is ±H or narrower, and show it like --explain (nothing is
-    /// spent unless --spend is given).
+    /// spent unless --spend is given). With auto noise and --delta, auto
+    /// takes Gaussian noise where the budget pays for more such queries.
     #[arg(long, value_name = "H", conflicts_with = "epsilon")]
     target_error: Option<f64>,
     /// With --target-error: the fewest rows a group has (averages and spreads
@@ -204,15 +205,11 @@ pub fn query(args: &QueryArgs) -> Result<()> {
             half_width,
             rows: args.target_rows,
         };
-        let (epsilon, explanation) = engine.explain_target(&args.sql, &settings, target)?;
+        let targeted = engine.explain_target(&args.sql, &settings, target, &ledger)?;
         if !args.spend {
-            return write_stdout(&format!(
-                "ε = {epsilon} is the smallest ε at which every {}% interval is ±{half_width} or \
-                 narrower (nothing spent: add --spend to run the query at it)\n\n{explanation}",
-                args.confidence * 100.0
-            ));
+            return write_stdout(&target_text(&targeted, half_width, args.confidence));
         }
-        settings.epsilon = epsilon;
+        settings = targeted.settings;
     }
     if args.explain {
         let explained = engine.explain_against(&args.sql, &settings, &ledger)?;
@@ -235,6 +232,32 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         answer.notes.iter().for_each(|text| note(text));
     }
     write_stdout(&answer_text(args.format, &answer, &state)?)
+}
+
+/// What `--target-error` without `--spend` prints: the ε found, the noise
+/// `auto` chose and why, the explanation, and how many more such queries
+/// the budget can pay for.
+fn target_text(targeted: &Targeted, half_width: f64, confidence: f64) -> String {
+    let chosen = &targeted.settings;
+    let choice = match targeted.passed_over {
+        Some((epsilon, left)) => format!(
+            " with Gaussian noise at δ = {:e}: auto chose it because the budget can pay for {} \
+             more queries like this with it, and {left} with pure-ε noise, which needs \
+             ε = {epsilon}",
+            chosen.delta, targeted.queries_left
+        ),
+        None => String::new(),
+    };
+    let more = targeted.queries_left;
+    format!(
+        "ε = {} is the smallest ε at which every {}% interval is ±{half_width} or narrower{choice} \
+         (nothing spent: add --spend to run the query at it)\n\n{}The budget can pay for {more} \
+         more {} like this one.\n",
+        chosen.epsilon,
+        confidence * 100.0,
+        targeted.explanation,
+        if more == 1 { "query" } else { "queries" },
+    )
 }
 
 /// What `--explain` says of a better Gaussian alternative.

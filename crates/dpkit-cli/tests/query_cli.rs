@@ -39,6 +39,13 @@ fn query(ledger: &Path, extra: &[&str], sql: &str) -> Output {
     dpkit(&args)
 }
 
+/// What `query` printed, having checked that it succeeded.
+fn answered(ledger: &Path, extra: &[&str], sql: &str) -> String {
+    let output = query(ledger, extra, sql);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
 fn spent(ledger: &Path) -> String {
     let output = dpkit(&[
         "budget",
@@ -120,11 +127,7 @@ fn number_after(text: &str, prefix: &str) -> f64 {
 fn explain_names_gaussian_noise_when_many_queries_like_this_last_longer_with_it() {
     let ledger = fresh_ledger("gaussian-alternative");
     let sql = "SELECT COUNT(*) FROM adult WHERE age > 40";
-    let run = |args: &[&str]| {
-        let output = query(&ledger, args, sql);
-        assert_eq!(output.status.code(), Some(0), "{output:?}");
-        String::from_utf8(output.stdout).unwrap()
-    };
+    let run = |args: &[&str]| answered(&ledger, args, sql);
     let auto = run(&["--epsilon", "0.01", "--explain"]);
     let line = auto
         .lines()
@@ -218,6 +221,87 @@ fn a_target_error_shows_the_epsilon_it_costs_and_spends_only_when_asked() {
     );
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--target-rows"));
+}
+
+/// With an error target and a δ, `auto` takes the noise that meets the
+/// target and that the budget pays for more often: Gaussian noise for many
+/// small counts, pure noise for a few precise ones. `--spend` runs what was
+/// shown.
+#[test]
+fn with_a_target_error_and_a_delta_auto_chooses_the_noise_the_budget_pays_for_more_often() {
+    let ledger = fresh_ledger("target-gaussian");
+    let sql = "SELECT COUNT(*) FROM adult WHERE age > 40";
+    let text = |args: &[&str]| answered(&ledger, args, sql);
+    let wide = text(&["--target-error", "200", "--delta", "1e-6"]);
+    assert!(
+        wide.contains("with Gaussian noise at δ = 1e-6: auto chose it"),
+        "{wide}"
+    );
+    let with_gaussian = number_after(&wide, "the budget can pay for ");
+    let with_pure = number_after(&wide, "like this with it, and ");
+    assert!(with_gaussian > with_pure, "{wide}");
+    assert_eq!(
+        number_after(&wide, "The budget can pay for "),
+        with_gaussian
+    );
+    assert!(
+        wide.lines()
+            .any(|l| l.contains("count of rows") && l.contains("discrete-gaussian")),
+        "{wide}"
+    );
+    let epsilon = number_after(&wide, "ε = ");
+    // Gaussian noise asked for by name finds the same ε: its search starts
+    // below its own cap (500), not at the ledger's (1,000).
+    let named = text(&[
+        "--target-error",
+        "200",
+        "--delta",
+        "1e-6",
+        "--mechanism",
+        "gaussian",
+    ]);
+    assert_eq!(number_after(&named, "ε = "), epsilon, "{named}");
+    // Without a δ, with the noise named, or for a precise count, pure
+    // noise stays.
+    for args in [
+        vec!["--target-error", "200"],
+        vec![
+            "--target-error",
+            "200",
+            "--delta",
+            "1e-6",
+            "--mechanism",
+            "geometric",
+        ],
+        vec!["--target-error", "2", "--delta", "1e-6"],
+    ] {
+        let shown = text(&args);
+        assert!(!shown.contains("auto chose"), "{args:?}:\n{shown}");
+        let release = shown.lines().find(|l| l.contains("count of rows"));
+        assert!(release.is_some_and(|l| !l.contains("gaussian")), "{shown}");
+    }
+    assert!(
+        spent(&ledger).contains("spent ε = 0,"),
+        "{}",
+        spent(&ledger)
+    );
+    let run = text(&[
+        "--target-error",
+        "200",
+        "--delta",
+        "1e-6",
+        "--spend",
+        "--format",
+        "json",
+    ]);
+    let answer: serde_json::Value = serde_json::from_str(&run).unwrap();
+    assert_eq!(
+        (answer["epsilon"].as_f64(), answer["delta"].as_f64()),
+        (Some(epsilon), Some(1e-6))
+    );
+    let row = &answer["rows"][0][0];
+    let half = (row["high"].as_f64().unwrap() - row["low"].as_f64().unwrap()) / 2.0;
+    assert!(half <= 200.0, "{row}");
 }
 
 #[test]

@@ -3,11 +3,17 @@
 //! of them, each with less error. `--explain` says so. Many small queries
 //! are where it pays: the concentrated accountant charges a Gaussian
 //! release far less than its (ε, δ) (see `dpkit_core::accounting::filter`).
+//! Where the analyst asks for an error rather than an ε (`--target-error`)
+//! with `auto` and a δ, `auto` chooses: the noise that meets the error and
+//! that the budget can pay for more often.
 //! Nothing here spends or reads data: the plans come from the query and
-//! the settings, the counts from the ledger's totals.
+//! the settings, the counts from the ledger's totals (which charges alone
+//! decide, and the analyst sees).
 
 use dpkit_ledger::Ledger;
-use dpkit_release::{MechanismChoice, NoisePlan, ReleaseSettings, plan_noise};
+use dpkit_release::{
+    MechanismChoice, NoisePlan, ReleaseSettings, TargetError, plan_noise, smallest_epsilon,
+};
 
 use crate::error::Result;
 use crate::plan::PrivateQuery;
@@ -38,6 +44,72 @@ pub struct GaussianAlternative {
     /// Each measurement's label and E|error|, with Gaussian noise and with
     /// `auto`'s; every one is smaller with Gaussian noise.
     pub errors: Vec<(String, f64, f64)>,
+}
+
+/// The settings chosen for an error target (`QueryEngine::explain_target`).
+#[derive(Debug, Clone)]
+pub struct Targeted {
+    /// The query's settings with the ε found, and the noise chosen.
+    pub settings: ReleaseSettings,
+    /// What `--explain` prints for the query at those settings.
+    pub explanation: String,
+    /// How many more queries like it the budget can pay for.
+    pub queries_left: u64,
+    /// Where `auto` chose Gaussian noise: the ε that `auto`'s pure-ε noise
+    /// would have needed, and how many such queries the budget pays for.
+    pub passed_over: Option<(f64, u64)>,
+}
+
+/// The smallest ε at which `query` meets `target` under `settings`, with
+/// its explanation and how many such queries `ledger` pays for; with
+/// `auto` and a δ, the smallest Gaussian ε too, chosen if the budget pays
+/// for strictly more queries with it (`passed_over` then says what it
+/// passed over).
+pub(crate) fn cheapest_for_target(
+    query: &PrivateQuery,
+    settings: &ReleaseSettings,
+    target: TargetError,
+    ledger: &Ledger,
+) -> Result<Targeted> {
+    let (epsilon, plan) = smallest_epsilon(&query.measured, settings, target)?;
+    let pure = Targeted {
+        settings: ReleaseSettings {
+            epsilon,
+            ..*settings
+        },
+        explanation: String::new(),
+        queries_left: ledger.how_many_more(plan.charge())?,
+        passed_over: None,
+    };
+    let explained = |mut targeted: Targeted, plan: &NoisePlan| {
+        targeted.explanation = query.explanation(plan, &targeted.settings);
+        Ok(targeted)
+    };
+    if settings.mechanism != MechanismChoice::Auto || settings.delta <= 0.0 {
+        return explained(pure, &plan);
+    }
+    let gaussian = ReleaseSettings {
+        mechanism: MechanismChoice::Gaussian,
+        ..*settings
+    };
+    // Gaussian noise that cannot meet the target is no alternative.
+    let Ok((found, gaussian_plan)) = smallest_epsilon(&query.measured, &gaussian, target) else {
+        return explained(pure, &plan);
+    };
+    let queries_left = ledger.how_many_more(gaussian_plan.charge())?;
+    if queries_left <= pure.queries_left {
+        return explained(pure, &plan);
+    }
+    let chosen = Targeted {
+        settings: ReleaseSettings {
+            epsilon: found,
+            ..gaussian
+        },
+        explanation: String::new(),
+        queries_left,
+        passed_over: Some((epsilon, pure.queries_left)),
+    };
+    explained(chosen, &gaussian_plan)
 }
 
 /// Steps of the search for the largest ε the budget pays for often enough.

@@ -23,7 +23,7 @@ use dpkit_description::{Description, Source};
 use dpkit_ledger::{Charge, Ledger, Once};
 use dpkit_release::{
     ExactGroups, Histogram, Measurement, NoisePlan, QuantileRole, ReleaseSettings, ReleasedTable,
-    TargetError, plan_noise, release, smallest_epsilon,
+    TargetError, plan_noise, release,
 };
 
 /// Stack of the planning thread (reserved, touched only as deep as used).
@@ -647,21 +647,20 @@ impl QueryEngine {
     }
 
     /// The smallest ε at which every aggregate of `sql` has an interval of
-    /// at most `±target.half_width` (see [`dpkit_release::smallest_epsilon`]), and the
-    /// explanation at that ε. Spends nothing.
+    /// at most `±target.half_width` (see [`dpkit_release::smallest_epsilon`]),
+    /// the explanation at that ε, and how many such queries the budget in
+    /// `ledger` pays for. With `auto` and a δ, `auto` chooses Gaussian noise
+    /// where the budget pays for more queries with it at the same error
+    /// (see [`crate::alternative`]). Spends nothing.
     pub fn explain_target(
         &self,
         sql: &str,
         settings: &ReleaseSettings,
         target: TargetError,
-    ) -> Result<(f64, String)> {
+        ledger: &Ledger,
+    ) -> Result<crate::alternative::Targeted> {
         let query = self.plan(sql)?;
-        let (epsilon, noise) = smallest_epsilon(&query.measured, settings, target)?;
-        let settings = ReleaseSettings {
-            epsilon,
-            ..*settings
-        };
-        Ok((epsilon, query.explanation(&noise, &settings)))
+        crate::alternative::cheapest_for_target(&query, settings, target, ledger)
     }
 }
 

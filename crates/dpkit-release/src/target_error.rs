@@ -134,6 +134,18 @@ pub fn smallest_epsilon(
         Ok((widest <= target.half_width).then_some(plan))
     };
     let (mut low, mut high) = EPSILON_RANGE;
+    // The top of the search is the ledger's cap per query, or, below it,
+    // the largest ε the mechanism takes (Gaussian noise stops at 500).
+    let builds = |epsilon: f64| {
+        let at = ReleaseSettings {
+            epsilon,
+            ..*settings
+        };
+        !matches!(plan_noise(query, &at), Err(ReleaseError::Mechanism(_)))
+    };
+    while high > low && !builds(high) {
+        high /= 2.0;
+    }
     if meets(high)?.is_none() {
         return Err(ReleaseError::NotPrivate(format!(
             "no ε up to {high} makes every interval ±{} or narrower",

@@ -47,7 +47,7 @@ const MOST_IN_A_GROUP: usize = 256;
 /// connections.
 pub struct GroupCommit {
     path: PathBuf,
-    queue: Mutex<Option<mpsc::Sender<Box<dyn Write>>>>,
+    queue: Mutex<Option<mpsc::Sender<Box<dyn GroupWrite>>>>,
     thread: Option<JoinHandle<()>>,
     counts: Arc<Counts>,
 }
@@ -68,7 +68,7 @@ pub struct Counts {
 
 /// One write waiting for its group: run inside the group's transaction,
 /// then told the outcome once the group is committed (or failed).
-trait Write: Send {
+trait GroupWrite: Send {
     fn account(&self) -> &str;
     /// Runs the write; whether it succeeded (a failed one is rolled back).
     fn run(&mut self, at: &InAccount) -> bool;
@@ -83,7 +83,7 @@ struct Pending<T, F> {
     reply: mpsc::SyncSender<Result<T>>,
 }
 
-impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> Write for Pending<T, F> {
+impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> GroupWrite for Pending<T, F> {
     fn account(&self) -> &str {
         &self.account
     }
@@ -202,7 +202,7 @@ impl Drop for GroupCommit {
 fn write_groups(
     connection: &Connection,
     path: &Path,
-    queue: &mpsc::Receiver<Box<dyn Write>>,
+    queue: &mpsc::Receiver<Box<dyn GroupWrite>>,
     counts: &Counts,
 ) {
     while let Ok(first) = queue.recv() {
@@ -230,8 +230,13 @@ fn write_groups(
 fn commit(
     connection: &Connection,
     path: &Path,
-    group: &mut [Box<dyn Write>],
+    group: &mut [Box<dyn GroupWrite>],
 ) -> std::result::Result<(), String> {
+    // A group whose ROLLBACK failed may have left its transaction open:
+    // end it, or no group would ever begin again.
+    if !connection.is_autocommit() {
+        let _ = connection.execute_batch("ROLLBACK");
+    }
     connection
         .execute_batch("BEGIN IMMEDIATE")
         .map_err(|e| e.to_string())?;
@@ -252,7 +257,7 @@ fn commit(
 fn one_write(
     connection: &Connection,
     path: &Path,
-    write: &mut dyn Write,
+    write: &mut dyn GroupWrite,
 ) -> std::result::Result<(), String> {
     let savepoint = |sql: &str| connection.execute_batch(sql).map_err(|e| e.to_string());
     savepoint("SAVEPOINT one_write")?;
@@ -282,6 +287,32 @@ mod tests {
             assert!(Instant::now() < deadline, "timed out");
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn a_transaction_left_open_by_a_failed_rollback_does_not_stop_the_next_group() {
+        let path = temporary("group-left-open");
+        Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "BEGIN; INSERT INTO accounts (account, epsilon_units, delta) VALUES ('left', 1, 0.0);",
+            )
+            .unwrap();
+        assert_eq!(commit(&connection, &path, &mut []), Ok(()));
+        let left: i64 = connection
+            .query_row(
+                "SELECT COUNT(*) FROM accounts WHERE account = 'left'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            left, 0,
+            "the transaction left open is rolled back, not committed"
+        );
+        drop(connection);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -382,8 +382,8 @@ impl Ledger {
             .connection
             .execute(
                 "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, accounting, thresholds)
-                 VALUES ('', ?1, ?2, 'combined', 1)",
-                params![total_units, total_delta],
+                 VALUES ('', ?1, ?2, 'combined', ?3)",
+                params![total_units, total_delta, Filter::THRESHOLDS_VERSION],
             )
             .map_err(|e| ledger.error(e))?;
         Ok(ledger)
@@ -450,9 +450,14 @@ impl Ledger {
         self.connection
             .execute(
                 "INSERT INTO accounts (account, epsilon_units, delta, accounting, thresholds)
-                 VALUES (?1, ?2, ?3, 'combined', 1)
+                 VALUES (?1, ?2, ?3, 'combined', ?4)
                  ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
-                params![self.account, total_units, total_delta],
+                params![
+                    self.account,
+                    total_units,
+                    total_delta,
+                    Filter::THRESHOLDS_VERSION
+                ],
             )
             .map_err(|e| self.error(e))?;
         Ok(())
@@ -634,7 +639,7 @@ impl InAccount<'_> {
         // the charge closes it, as a charge without a concentrated form does.
         let form = cost
             .concentrated
-            .filter(|form| form.keys() == 0.0 || totals.thresholds);
+            .filter(|form| form.keys() == 0.0 || totals.thresholds > 0);
         self.connection
             .execute(
                 "INSERT INTO spends
@@ -706,8 +711,9 @@ struct Totals {
     queries: i64,
     /// Whether the concentrated accountant keeps this account too.
     combined: bool,
-    /// Whether that accountant keeps a share of δ for thresholds.
-    thresholds: bool,
+    /// The version of the share of δ that accountant keeps for thresholds
+    /// (`Filter::of_version`; 0: none).
+    thresholds: u32,
     /// Its sums, or `None` once a charge without a concentrated form closed it.
     concentrated: Option<ConcentratedLoss>,
 }
@@ -720,12 +726,15 @@ impl Totals {
             PrivacyLoss::approximate(from_units(self.total_units), self.total_delta).ok()?;
         // A total the concentrated accountant cannot keep (an ε so small
         // that no ρ fits, say) is kept by the sums alone.
-        let filter = match (self.combined, self.thresholds) {
-            (true, true) => Filter::new(total),
-            (true, false) => Filter::without_thresholds(total),
-            (false, _) => return Some(Filter::sums_only(total)),
-        };
-        Some(filter.unwrap_or(Filter::sums_only(total)))
+        if !self.combined {
+            return Some(Filter::sums_only(total));
+        }
+        // An accountant of a version this dpkit does not know (a newer
+        // one's) admits nothing here: every charge is refused.
+        if self.thresholds > Filter::THRESHOLDS_VERSION {
+            return None;
+        }
+        Some(Filter::of_version(total, self.thresholds).unwrap_or(Filter::sums_only(total)))
     }
 }
 
@@ -734,7 +743,7 @@ fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Total
         .query_row(
             "SELECT epsilon_units, delta, spent_units, spent_delta, queries,
                  accounting = 'combined', spent_rho, spent_spread, spent_tail, formless,
-                 concentrated_terms, thresholds = 1, spent_keys
+                 concentrated_terms, thresholds, spent_keys
              FROM accounts WHERE account = ?1",
             [account],
             |row| {
@@ -747,7 +756,10 @@ fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Total
                 let concentrated = (formless == 0)
                     .then(|| {
                         ConcentratedLoss::from_parts(parts.0, parts.1, parts.2)
-                            .and_then(|sum| sum.with_keys(keys))
+                            .and_then(|sum| match keys {
+                                0.0 => Ok(sum),
+                                keys => sum.with_keys(keys),
+                            })
                             .ok()
                     })
                     .flatten()
@@ -772,7 +784,7 @@ fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Total
         spent_delta: 0.0,
         queries: 0,
         combined: false,
-        thresholds: false,
+        thresholds: 0,
         concentrated: None,
     }))
 }
@@ -1321,6 +1333,16 @@ mod tests {
             let again = ledger.charge_once(charged(concentrated), "q", "r").unwrap();
             assert!(matches!(again, Once::Charged(c) if c != first), "{again:?}");
         }
+        // The same with a threshold's δ: paid for if no larger than before.
+        let keys = |keys: f64| form(0.2).map(|f| f.with_keys(keys).unwrap());
+        let Once::Charged(first) = ledger.charge_once(charged(keys(2e-12)), "q", "k").unwrap()
+        else {
+            panic!("a new request is charged");
+        };
+        let again = ledger.charge_once(charged(keys(1e-12)), "q", "k").unwrap();
+        assert_eq!(again, Once::Unanswered(first));
+        let again = ledger.charge_once(charged(keys(3e-12)), "q", "k").unwrap();
+        assert!(matches!(again, Once::Charged(c) if c != first), "{again:?}");
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -28,10 +28,11 @@ pub(super) const PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 ///
 /// A charge whose keys passed a threshold has its threshold's δ in `keys`
 /// (the loss's `keys`), summed in `spent_keys`. An account's `thresholds`
-/// is 1 where its concentrated accountant keeps a share of δ for them
-/// (`Filter::new`), for accounts granted since it does; 0 for older ones,
-/// whose accountant keeps none (`Filter::without_thresholds`): their
-/// charges so far were admitted by it.
+/// is the version of the share of δ its concentrated accountant keeps for
+/// them (`Filter::of_version`): `Filter::THRESHOLDS_VERSION` for accounts
+/// granted since it keeps one, 0 for older ones, whose accountant keeps
+/// none (`Filter::without_thresholds`): their charges so far were
+/// admitted by it.
 const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          account TEXT PRIMARY KEY,
          epsilon_units INTEGER NOT NULL,

@@ -575,8 +575,9 @@ pub fn plan_noise(query: &MeasuredQuery, settings: &ReleaseSettings) -> Result<N
 /// Gaussian's ρ for the L2 move it was built for. Keys chosen by a
 /// threshold add the threshold's δ as the loss's `keys`
 /// ([`ConcentratedLoss::with_keys`]), if every measurement is pure: a
-/// Gaussian's loss grows with its draws, and the number of keys that pass
-/// is not known before the run, so such a query has no concentrated form.
+/// Gaussian sampler's spread and tail grow with its draws, and the number
+/// of keys that pass is not known before the run, so such a query has no
+/// concentrated form.
 fn concentrated(
     query: &MeasuredQuery,
     noises: &[PlannedNoise],
@@ -607,9 +608,12 @@ fn concentrated(
 /// concentrated loss is ε²/2 whatever the number of values it noises).
 fn is_pure(planned: &PlannedNoise) -> bool {
     match &planned.noise {
-        Noise::Additive(noise) => !matches!(
+        Noise::Additive(noise) => matches!(
             noise,
-            AdditiveNoise::Gaussian(_) | AdditiveNoise::DiscreteGaussian(_)
+            AdditiveNoise::Laplace(_)
+                | AdditiveNoise::Staircase(_)
+                | AdditiveNoise::Geometric(_)
+                | AdditiveNoise::DiscreteStaircase(_)
         ),
         Noise::Quantile { .. } => true,
     }

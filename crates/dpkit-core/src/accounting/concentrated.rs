@@ -40,8 +40,9 @@ use crate::error::{Error, Result, require_positive};
 /// * `tail`: a bound on the probability, under the realised or the ideal
 ///   sampler, that some draw falls outside its window.
 /// * `keys`: for a release whose keys pass a threshold, a bound on the
-///   probability that a key held by one person alone is released (the
-///   threshold's δ; see [`ConcentratedLoss::with_keys`]). 0 otherwise.
+///   probability that any of the keys one person alone holds (up to the
+///   groups a person may touch) is released (the threshold's δ; see
+///   [`ConcentratedLoss::with_keys`]). 0 otherwise.
 ///
 /// ```
 /// use dpkit_core::accounting::ConcentratedLoss;
@@ -95,32 +96,35 @@ impl ConcentratedLoss {
     }
 
     /// This loss for a release that also chooses its keys by a threshold
-    /// which a key held by one person alone passes with probability at most
-    /// `keys` (the threshold's δ), added to what it counted before.
+    /// which the keys one person alone holds (any of them) pass with
+    /// probability at most `keys` (the threshold's δ, > 0), added to what
+    /// it counted before.
     ///
-    /// The argument, for neighbours D ⊃ D′ (one person more in D): let the
-    /// *ideal* release on either be the real one with every key outside
-    /// D′'s keys withheld. On D′ it is the real release. On D it differs
-    /// from the real one only when such a key passes, so the real
-    /// release's probability of any set of outcomes is at most the ideal's
-    /// plus `keys`, and the ideal's is at most the real's times
-    /// 1/(1 − `keys`) (the withheld keys' noise is independent of the rest).
-    /// The ideal releases are neighbours of the ρ this loss counts: ρ,
-    /// spread and tail are those of the values released for D′'s keys.
-    /// How a filter spends `keys` is in [`super::filter`].
+    /// The argument, for neighbours D and D′: let the *withheld* release on
+    /// either be the real one with every key the two do not share withheld
+    /// (the keys only the person added, removed or replaced holds). Each
+    /// key's noise is drawn apart from the others', so the real release
+    /// differs from the withheld one only when such a key passes: the real
+    /// release's probability of any set of outcomes is at most the
+    /// withheld one's plus `keys`, and the withheld one's at most the
+    /// real's times 1/(1 − `keys`). The withheld releases on D and D′ are
+    /// neighbours of the ρ this loss counts: ρ, spread and tail are those
+    /// of the values released for the shared keys. How a filter spends
+    /// `keys` is in [`super::filter`].
     ///
     /// ```
     /// use dpkit_core::accounting::ConcentratedLoss;
     /// let grouped = ConcentratedLoss::pure(0.1).unwrap().with_keys(1e-9).unwrap();
     /// assert_eq!((grouped.keys(), grouped.rho()), (1e-9, ConcentratedLoss::pure(0.1).unwrap().rho()));
     /// assert!(ConcentratedLoss::pure(0.1).unwrap().with_keys(1.0).is_err());
+    /// assert!(ConcentratedLoss::pure(0.1).unwrap().with_keys(0.0).is_err());
     /// ```
     pub fn with_keys(self, keys: f64) -> Result<Self> {
-        let keys = part("keys", keys)?;
-        if keys >= 1.0 {
+        // A threshold's δ is never 0; a 0 here would read as no threshold.
+        if !(keys > 0.0 && keys < 1.0) {
             return Err(Error::InvalidParameter {
                 name: "keys",
-                reason: format!("must lie in [0, 1), got {keys}"),
+                reason: format!("must lie in (0, 1), got {keys}"),
             });
         }
         Ok(Self {

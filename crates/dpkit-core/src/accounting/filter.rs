@@ -25,17 +25,23 @@
 //!
 //!   **Thresholds** (keys chosen by a noisy count, see
 //!   [`ConcentratedLoss::with_keys`]) add a third bound κ, on the sum of
-//!   the releases' `keys`. For neighbours D ⊃ D′, withholding every key of
-//!   D that D′ lacks gives an interaction that is the real one on D′ and
-//!   whose releases are those the bounds above count. On D the two are
-//!   coupled by the same draws and part only when a withheld key passes;
-//!   the chance of that in round i, given the rounds before, is at most
-//!   that round's `keys`, and the filter keeps their sum within κ on every
-//!   transcript, so the real interaction gives any set at most κ more than
-//!   the withheld one. The withheld one gives a transcript at most
-//!   Π 1/(1 − keysᵢ) ≤ e^κ′ times the real one's, κ′ = κ/(1 − κ). With
-//!   the bounds above, in each direction: (ε₀ + 2η + κ′,
-//!   e^η·δ₀ + (1 + e^(ε₀+η))·τ + κ)-DP.
+//!   the releases' `keys`. For neighbours D and D′, let the *withheld*
+//!   interaction on either be the real one with every key that the two do
+//!   not share withheld (under add/remove, D′ = D less one person, the
+//!   keys only that person holds in D; under replace, on each side the keys
+//!   only its changed person holds). Its releases are those the bounds
+//!   above count, over the shared keys. Each key's noise is drawn apart
+//!   from every other's, so on either side the real and the withheld
+//!   interactions can be coupled (in distribution) to agree until a
+//!   withheld key passes; the chance of that in round i, given the rounds
+//!   before, is at most that round's `keys`, and the filter keeps their
+//!   sum within κ on every transcript, so the real interaction gives any
+//!   set at most κ more than the withheld one. The withheld one gives a
+//!   transcript at most Π 1/(1 − keysᵢ) ≤ e^κ′ times the real one's,
+//!   κ′ = κ/(1 − κ) (as −ln(1 − x) ≤ x/(1 − x)). Chaining real → withheld
+//!   on one side, the bounds above between the withheld interactions, and
+//!   withheld → real on the other: (ε₀ + 2η + κ′,
+//!   e^η·δ₀ + (1 + e^(ε₀+η))·τ + κ)-DP, in each direction.
 //!
 //!   The filter takes η = ε/1000, κ a quarter of δ/2 (none on accounts made
 //!   before thresholds were counted here: [`Filter::without_thresholds`]),
@@ -79,8 +85,11 @@ const SPREAD_SHARE: f64 = 1e-3;
 /// tails.
 const TAIL_SHARE: f64 = 1e-6;
 /// The share of its δ the concentrated accountant keeps for thresholds
-/// (κ; see the module): a quarter, which costs the budget's ρ about 2%.
-const THRESHOLD_SHARE: f64 = 0.25;
+/// (κ; see the module), by the version a ledger stores with each account:
+/// 0 keeps none (accounts made before), 1 a quarter, which costs the
+/// budget's ρ about 2.4% at (1, 10⁻⁶). A later share must be a new
+/// version: an account keeps the accountant it was granted with.
+const THRESHOLD_SHARES: [f64; 2] = [0.0, 0.25];
 
 /// What a budget admits. Made from the total alone.
 ///
@@ -148,15 +157,33 @@ impl Filter {
     /// The bounds are a pure function of the total, found once per total
     /// and shared (a search of a few milliseconds).
     pub fn new(total: PrivacyLoss) -> Result<Self> {
-        Self::shared(total, THRESHOLD_SHARE)
+        Self::of_version(total, Self::THRESHOLDS_VERSION)
     }
+
+    /// The version of the share of δ kept for thresholds that
+    /// [`Filter::new`] uses, which a ledger stores with each account.
+    pub const THRESHOLDS_VERSION: u32 = 1;
 
     /// Both accountants as [`Filter::new`] makes them, but with nothing of
     /// δ kept for thresholds: the accountant of accounts granted before
     /// thresholds were counted in concentrated form (a threshold closes
     /// it). Their charges so far were admitted by it, so they keep it.
     pub fn without_thresholds(total: PrivacyLoss) -> Result<Self> {
-        Self::shared(total, 0.0)
+        Self::of_version(total, 0)
+    }
+
+    /// Both accountants with the share of δ for thresholds of `version`
+    /// (0: none; [`Filter::THRESHOLDS_VERSION`]: [`Filter::new`]'s); an
+    /// unknown version is an error.
+    pub fn of_version(total: PrivacyLoss, version: u32) -> Result<Self> {
+        let share = usize::try_from(version)
+            .ok()
+            .and_then(|v| THRESHOLD_SHARES.get(v))
+            .ok_or_else(|| crate::error::Error::InvalidParameter {
+                name: "version",
+                reason: format!("no accountant of version {version}"),
+            })?;
+        Self::shared(total, *share)
     }
 
     fn shared(total: PrivacyLoss, threshold_share: f64) -> Result<Self> {
@@ -183,7 +210,11 @@ impl Filter {
             0.0
         };
         let inner_epsilon = epsilon - 2.0 * spread - keys_epsilon;
-        let rest = (share - keys).next_down();
+        let rest = if keys > 0.0 {
+            (share - keys).next_down()
+        } else {
+            share
+        };
         // τ·(1 + e^(ε₀+η)) ≤ TAIL_SHARE·(what κ leaves), and e^η·δ₀ takes
         // the rest. Past e^709 no tail fits at all (τ = 0: no Gaussian is
         // admitted).
@@ -194,7 +225,9 @@ impl Filter {
             0.0
         };
         let reserved = if tail > 0.0 { tail * grow } else { 0.0 };
-        let inner_delta = ((rest - reserved) / spread.exp()).next_down();
+        // Less a relative 10⁻¹², so that the rounding of these few steps
+        // can never bring e^η·δ₀ + (1 + e^(ε₀+η))·τ + κ above δ/2.
+        let inner_delta = ((rest - reserved) / spread.exp() * (1.0 - 1e-12)).next_down();
         let rho = rho_within(inner_epsilon, inner_delta)?;
         Ok(Self {
             total,
@@ -325,9 +358,11 @@ mod tests {
                     + b.keys / (1.0 - b.keys);
                 let delta_used = b.spread.exp() * b.inner_delta + tails + b.keys;
                 assert!(converted <= epsilon, "{epsilon}: {converted}");
-                assert!(delta_used <= delta / 2.0 * (1.0 + 1e-12), "{delta_used}");
+                assert!(delta_used <= delta / 2.0, "{delta_used}");
             }
             assert_eq!(old.threshold_delta(), Some(0.0));
+            assert_eq!(Filter::of_version(total, 0), Ok(old));
+            assert!(Filter::of_version(total, 2).is_err());
             assert_eq!(
                 Filter::new(total).unwrap().threshold_delta(),
                 Some(delta / 8.0)
@@ -357,7 +392,9 @@ mod tests {
         assert!(!new.concentrated_fits(nothing, keys(1.26e-7)));
         assert!(!old.concentrated_fits(nothing, keys(1e-12)));
         assert_eq!(old.concentrated_room(nothing, keys(1e-12)), 0);
-        // Thresholds cost the budget's ρ about 2%.
+        // The accountant of older accounts keeps its ρ (0.02285 at this
+        // budget before thresholds were counted); thresholds cost about 2.4%.
+        assert!((old.concentrated_rho().unwrap() / 0.02285 - 1.0).abs() < 1e-4);
         let (rho_new, rho_old) = (
             new.concentrated_rho().unwrap(),
             old.concentrated_rho().unwrap(),

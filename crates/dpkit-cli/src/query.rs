@@ -241,10 +241,12 @@ fn target_text(targeted: &Targeted, half_width: f64, confidence: f64) -> String 
     let chosen = &targeted.settings;
     let choice = match targeted.passed_over {
         Some((epsilon, left)) => format!(
-            " with Gaussian noise at δ = {:e}: auto chose it because the budget can pay for {} \
-             more queries like this with it, and {left} with pure-ε noise, which needs \
-             ε = {epsilon}",
-            chosen.delta, targeted.queries_left
+            " with Gaussian noise at δ = {delta:e}: auto chose it because the budget can pay for \
+             {} more queries like this with it, and {left} with auto's own noise, which needs \
+             ε = {epsilon} (to pin the choice: --mechanism gaussian --epsilon {} --delta {delta:e})",
+            targeted.queries_left,
+            chosen.epsilon,
+            delta = chosen.delta,
         ),
         None => String::new(),
     };

@@ -280,6 +280,14 @@ fn with_a_target_error_and_a_delta_auto_chooses_the_noise_the_budget_pays_for_mo
         let release = shown.lines().find(|l| l.contains("count of rows"));
         assert!(release.is_some_and(|l| !l.contains("gaussian")), "{shown}");
     }
+    // Settings no mechanism takes are refused for what they are.
+    let refused = query(&ledger, &["--target-error", "200", "--delta", "2"], sql);
+    assert_eq!(refused.status.code(), Some(2));
+    let reason = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        reason.contains("delta") && !reason.contains("no ε up to"),
+        "{reason}"
+    );
     assert!(
         spent(&ledger).contains("spent ε = 0,"),
         "{}",

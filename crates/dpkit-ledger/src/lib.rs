@@ -819,6 +819,11 @@ fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<Budget
 /// refused, not wrapped) or, for accounts that keep one, the concentrated
 /// accountant. The refusal names the plain sums, which every account keeps.
 fn check_fits(totals: &Totals, units: i64, cost: Cost) -> Result<()> {
+    if totals.combined && totals.thresholds > Filter::THRESHOLDS_VERSION {
+        return Err(LedgerError::Budget(
+            "a newer dpkit keeps this account: upgrade dpkit to charge it".into(),
+        ));
+    }
     let Some(filter) = totals.filter() else {
         return Err(LedgerError::Budget("no budget has been granted".into()));
     };
@@ -1270,6 +1275,21 @@ mod tests {
             .unwrap();
         let old = Ledger::open_account(&path, "old").unwrap();
         let before = old.state().unwrap().concentrated.unwrap();
+        // An accountant of a version this dpkit does not know charges nothing.
+        Ledger::grant(&path, "newer", 1.0, 1e-6).unwrap();
+        let newer = Ledger::open_account(&path, "newer").unwrap();
+        newer
+            .connection
+            .execute(
+                "UPDATE accounts SET thresholds = 2 WHERE account = 'newer'",
+                [],
+            )
+            .unwrap();
+        let refusal = newer.charge(pure(0.1), "q").unwrap_err().to_string();
+        assert!(
+            refusal.contains("a newer dpkit keeps this account"),
+            "{refusal}"
+        );
         assert_eq!(before.threshold_delta, 0.0);
         assert_eq!(old.how_many_more(thresholded(1e-11)).unwrap(), 100);
         old.charge(thresholded(1e-11), "q").unwrap();

@@ -96,8 +96,11 @@ pub(crate) fn cheapest_for_target(
     let Ok((found, gaussian_plan)) = smallest_epsilon(&query.measured, &gaussian, target) else {
         return explained(pure, &plan);
     };
+    // Gaussian noise beside a threshold has no concentrated form: charging
+    // it would close that accountant for the rest of the budget.
+    let closes = gaussian_plan.concentrated.is_none() && plan.concentrated.is_some();
     let queries_left = ledger.how_many_more(gaussian_plan.charge())?;
-    if queries_left <= pure.queries_left {
+    if closes || queries_left <= pure.queries_left {
         return explained(pure, &plan);
     }
     let chosen = Targeted {

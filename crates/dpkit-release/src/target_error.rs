@@ -146,6 +146,17 @@ pub fn smallest_epsilon(
     while high > low && !builds(high) {
         high /= 2.0;
     }
+    if !builds(high) {
+        // Nothing builds at any ε (settings or bounds no mechanism takes):
+        // the mechanism's own reason, not a search that found nothing.
+        plan_noise(
+            query,
+            &ReleaseSettings {
+                epsilon: EPSILON_RANGE.1,
+                ..*settings
+            },
+        )?;
+    }
     if meets(high)?.is_none() {
         return Err(ReleaseError::NotPrivate(format!(
             "no ε up to {high} makes every interval ±{} or narrower",

@@ -90,6 +90,7 @@ const TAIL_SHARE: f64 = 1e-6;
 /// budget's ρ about 2.4% at (1, 10⁻⁶). A later share must be a new
 /// version: an account keeps the accountant it was granted with.
 const THRESHOLD_SHARES: [f64; 2] = [0.0, 0.25];
+const _: () = assert!(THRESHOLD_SHARES.len() == Filter::THRESHOLDS_VERSION as usize + 1);
 
 /// What a budget admits. Made from the total alone.
 ///

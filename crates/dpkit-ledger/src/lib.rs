@@ -719,6 +719,11 @@ struct Totals {
 }
 
 impl Totals {
+    /// Whether a newer dpkit's concentrated accountant keeps this account.
+    fn kept_by_newer_dpkit(&self) -> bool {
+        self.combined && self.thresholds > Filter::THRESHOLDS_VERSION
+    }
+
     /// The filter that admits this account's charges, or `None` for an
     /// account with nothing granted (every charge is refused).
     fn filter(&self) -> Option<Filter> {
@@ -731,7 +736,7 @@ impl Totals {
         }
         // An accountant of a version this dpkit does not know (a newer
         // one's) admits nothing here: every charge is refused.
-        if self.thresholds > Filter::THRESHOLDS_VERSION {
+        if self.kept_by_newer_dpkit() {
             return None;
         }
         Some(Filter::of_version(total, self.thresholds).unwrap_or(Filter::sums_only(total)))
@@ -819,7 +824,7 @@ fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<Budget
 /// refused, not wrapped) or, for accounts that keep one, the concentrated
 /// accountant. The refusal names the plain sums, which every account keeps.
 fn check_fits(totals: &Totals, units: i64, cost: Cost) -> Result<()> {
-    if totals.combined && totals.thresholds > Filter::THRESHOLDS_VERSION {
+    if totals.kept_by_newer_dpkit() {
         return Err(LedgerError::Budget(
             "a newer dpkit keeps this account: upgrade dpkit to charge it".into(),
         ));

@@ -62,9 +62,8 @@ pub struct Targeted {
 
 /// The smallest ε at which `query` meets `target` under `settings`, with
 /// its explanation and how many such queries `ledger` pays for; with
-/// `auto` and a δ, the smallest Gaussian ε too, chosen if the budget pays
-/// for strictly more queries with it (`passed_over` then says what it
-/// passed over).
+/// `auto` and a δ, Gaussian noise instead where [`gaussian_for_target`]
+/// finds it better (`passed_over` then says what it passed over).
 pub(crate) fn cheapest_for_target(
     query: &PrivateQuery,
     settings: &ReleaseSettings,
@@ -72,21 +71,39 @@ pub(crate) fn cheapest_for_target(
     ledger: &Ledger,
 ) -> Result<Targeted> {
     let (epsilon, plan) = smallest_epsilon(&query.measured, settings, target)?;
-    let pure = Targeted {
-        settings: ReleaseSettings {
-            epsilon,
-            ..*settings
-        },
-        explanation: String::new(),
-        queries_left: ledger.how_many_more(plan.charge())?,
-        passed_over: None,
+    let pure_settings = ReleaseSettings {
+        epsilon,
+        ..*settings
     };
-    let explained = |mut targeted: Targeted, plan: &NoisePlan| {
-        targeted.explanation = query.explanation(plan, &targeted.settings);
-        Ok(targeted)
-    };
+    let left = ledger.how_many_more(plan.charge())?;
+    let (chosen, plan, queries_left, passed_over) =
+        match gaussian_for_target(query, settings, target, ledger, (&plan, left))? {
+            Some((gaussian, gaussian_plan, more)) => {
+                (gaussian, gaussian_plan, more, Some((epsilon, left)))
+            }
+            None => (pure_settings, plan, left, None),
+        };
+    Ok(Targeted {
+        explanation: query.explanation(&plan, &chosen),
+        settings: chosen,
+        queries_left,
+        passed_over,
+    })
+}
+
+/// With `auto` and a δ: the smallest Gaussian ε that meets `target`, its
+/// plan and how many such queries the budget pays for, if that is strictly
+/// more than the `left` of auto's own `plan` and charging it would not
+/// close the concentrated accountant.
+fn gaussian_for_target(
+    query: &PrivateQuery,
+    settings: &ReleaseSettings,
+    target: TargetError,
+    ledger: &Ledger,
+    (plan, left): (&NoisePlan, u64),
+) -> Result<Option<(ReleaseSettings, NoisePlan, u64)>> {
     if settings.mechanism != MechanismChoice::Auto || settings.delta <= 0.0 {
-        return explained(pure, &plan);
+        return Ok(None);
     }
     let gaussian = ReleaseSettings {
         mechanism: MechanismChoice::Gaussian,
@@ -94,25 +111,20 @@ pub(crate) fn cheapest_for_target(
     };
     // Gaussian noise that cannot meet the target is no alternative.
     let Ok((found, gaussian_plan)) = smallest_epsilon(&query.measured, &gaussian, target) else {
-        return explained(pure, &plan);
+        return Ok(None);
     };
     // Gaussian noise beside a threshold has no concentrated form: charging
     // it would close that accountant for the rest of the budget.
     let closes = gaussian_plan.concentrated.is_none() && plan.concentrated.is_some();
-    let queries_left = ledger.how_many_more(gaussian_plan.charge())?;
-    if closes || queries_left <= pure.queries_left {
-        return explained(pure, &plan);
+    let more = ledger.how_many_more(gaussian_plan.charge())?;
+    if closes || more <= left {
+        return Ok(None);
     }
-    let chosen = Targeted {
-        settings: ReleaseSettings {
-            epsilon: found,
-            ..gaussian
-        },
-        explanation: String::new(),
-        queries_left,
-        passed_over: Some((epsilon, pure.queries_left)),
+    let chosen = ReleaseSettings {
+        epsilon: found,
+        ..gaussian
     };
-    explained(chosen, &gaussian_plan)
+    Ok(Some((chosen, gaussian_plan, more)))
 }
 
 /// Steps of the search for the largest ε the budget pays for often enough.

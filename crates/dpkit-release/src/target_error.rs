@@ -118,15 +118,18 @@ pub fn smallest_epsilon(
             "the target error must be a positive number".into(),
         ));
     }
-    let meets = |epsilon: f64| -> Result<Option<NoisePlan>> {
-        // A mechanism that cannot be built at so small an ε does not meet it.
-        let plan = match plan_noise(
+    let plan_at = |epsilon: f64| {
+        plan_noise(
             query,
             &ReleaseSettings {
                 epsilon,
                 ..*settings
             },
-        ) {
+        )
+    };
+    let meets = |epsilon: f64| -> Result<Option<NoisePlan>> {
+        // A mechanism that cannot be built at so small an ε does not meet it.
+        let plan = match plan_at(epsilon) {
             Err(ReleaseError::Mechanism(_)) => return Ok(None),
             other => other?,
         };
@@ -136,26 +139,22 @@ pub fn smallest_epsilon(
     let (mut low, mut high) = EPSILON_RANGE;
     // The top of the search is the ledger's cap per query, or, below it,
     // the largest ε the mechanism takes (Gaussian noise stops at 500).
-    let builds = |epsilon: f64| {
-        let at = ReleaseSettings {
-            epsilon,
-            ..*settings
-        };
-        !matches!(plan_noise(query, &at), Err(ReleaseError::Mechanism(_)))
+    let refused = |epsilon: f64| match plan_at(epsilon) {
+        Err(error @ ReleaseError::Mechanism(_)) => Some(error),
+        _ => None,
     };
-    while high > low && !builds(high) {
-        high /= 2.0;
-    }
-    if !builds(high) {
-        // Nothing builds at any ε (settings or bounds no mechanism takes):
-        // the mechanism's own reason, not a search that found nothing.
-        plan_noise(
-            query,
-            &ReleaseSettings {
-                epsilon: EPSILON_RANGE.1,
-                ..*settings
-            },
-        )?;
+    if let Some(at_cap) = refused(high) {
+        let mut builds = false;
+        while high > low && !builds {
+            high /= 2.0;
+            builds = refused(high).is_none();
+        }
+        if !builds {
+            // Nothing builds at any ε (settings or bounds no mechanism
+            // takes): the mechanism's own reason, not a search that found
+            // nothing.
+            return Err(at_cap);
+        }
     }
     if meets(high)?.is_none() {
         return Err(ReleaseError::NotPrivate(format!(

@@ -122,8 +122,6 @@ struct Bounds {
     tail: f64,
     /// κ, the bound on the thresholds' `keys` (0: none is admitted).
     keys: f64,
-    /// κ′ = κ/(1 − κ), rounded up: the ε thresholds may add.
-    keys_epsilon: f64,
     /// δ₀, at which ρ converts to ε₀.
     inner_delta: f64,
 }
@@ -237,7 +235,6 @@ impl Filter {
                 spread,
                 tail,
                 keys,
-                keys_epsilon,
                 inner_delta,
             }),
         })
@@ -351,7 +348,11 @@ mod tests {
             let old = Filter::without_thresholds(total).unwrap();
             for filter in [Filter::new(total).unwrap(), old] {
                 let b = filter.concentrated.unwrap();
-                let inner_epsilon = epsilon - 2.0 * b.spread - b.keys_epsilon;
+                let keys_epsilon = match b.keys {
+                    0.0 => 0.0,
+                    keys => (keys / (1.0 - keys)).next_up(),
+                };
+                let inner_epsilon = epsilon - 2.0 * b.spread - keys_epsilon;
                 let grow = 1.0 + (inner_epsilon + b.spread).exp();
                 let tails = if b.tail > 0.0 { grow * b.tail } else { 0.0 };
                 let converted = epsilon_of(b.rho, b.inner_delta).unwrap()

@@ -52,6 +52,11 @@ fn serve_command(folder: &Path, args: &[&str]) -> (bool, String, String) {
 }
 
 fn add_analyst(folder: &Path, name: &str, epsilon: &str) -> String {
+    add_analyst_with(folder, name, epsilon, "1e-6")
+}
+
+/// Adds `name` with a budget of `epsilon` and `delta` on Adult; its key.
+fn add_analyst_with(folder: &Path, name: &str, epsilon: &str, delta: &str) -> String {
     let (ok, out, err) = serve_command(
         folder,
         &[
@@ -63,7 +68,7 @@ fn add_analyst(folder: &Path, name: &str, epsilon: &str) -> String {
             "--epsilon",
             epsilon,
             "--delta",
-            "1e-6",
+            delta,
         ],
     );
     assert!(ok, "{err}");
@@ -74,6 +79,14 @@ fn add_analyst(folder: &Path, name: &str, epsilon: &str) -> String {
 struct Running {
     child: Child,
     address: SocketAddr,
+}
+
+impl Running {
+    /// `kill -9`, and waits until it is gone.
+    fn stop(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
 }
 
 fn start(folder: &Path, log: &Path) -> Running {
@@ -193,8 +206,7 @@ fn a_revoked_analyst_gets_a_new_key_and_the_address_can_be_given() {
         let answer = request(server.address, "POST", "/v1/query", Some(key), Some(body));
         assert_eq!(answer.status, status, "{}", answer.body);
     }
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
+    server.stop();
     let (_, listed, _) = serve_command(&folder, &["analyst", "list"]);
     assert!(listed.contains("adult: spent ε = 0.5 of 5,"), "{listed}");
     std::fs::remove_dir_all(&folder).unwrap();
@@ -222,8 +234,7 @@ fn the_state_is_backed_up_while_serving_and_restored_only_when_stopped_and_knowi
     query("SELECT COUNT(*) FROM adult WHERE age > 30");
     let (ok, _, err) = serve_command(&folder, &["restore", &copy]);
     assert!(!ok && err.contains("is using"), "{err}");
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
+    server.stop();
 
     // Stopped: the copy is behind what was spent, so it goes back only when asked.
     let (ok, _, err) = serve_command(&folder, &["restore", &copy]);
@@ -279,8 +290,7 @@ fn the_demo_makes_its_analyst_once_and_answers_with_its_key() {
         let body = r#"{"dataset":"adult","sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}"#;
         let answer = request(server.address, "POST", "/v1/query", Some(&key), Some(body));
         assert_eq!(answer.status, 200, "{}", answer.body);
-        server.child.kill().unwrap();
-        server.child.wait().unwrap();
+        server.stop();
         keys.push(key);
     }
     assert_eq!(keys[0], keys[1], "the second start reuses the demo analyst");
@@ -351,46 +361,63 @@ fn keys_never_reach_the_servers_output() {
 /// One answered request: its SQL and the rows released.
 type Released = (String, serde_json::Value);
 
-/// Clients that send distinct queries until the server goes away.
+/// One client's server, and the server it moves to, with the request it
+/// had in flight, if its own goes away (as behind a load balancer).
+type Target = (SocketAddr, Option<SocketAddr>);
+
+/// Eight clients that send distinct queries, client `c` to `targets[c %
+/// targets.len()]`, until `stop` is set or their server goes away (each
+/// then moves its request to its other server, if it has one, and stops).
+/// Each says whether `stop` ended it.
 fn load(
-    address: SocketAddr,
+    targets: &[Target],
     key: &str,
-    next: &Arc<AtomicUsize>,
+    (next, stop): (&Arc<AtomicUsize>, &Arc<AtomicBool>),
     released: &Arc<Mutex<Vec<Released>>>,
-) -> Vec<std::thread::JoinHandle<()>> {
-    let gone = Arc::new(AtomicBool::new(false));
+) -> Vec<std::thread::JoinHandle<bool>> {
     (0..8)
-        .map(|_| {
-            let (key, next, released, gone) = (
+        .map(|c| {
+            let (address, moved) = targets[c % targets.len()];
+            let (key, next, released, stop) = (
                 key.to_string(),
                 next.clone(),
                 released.clone(),
-                gone.clone(),
+                stop.clone(),
             );
             std::thread::spawn(move || {
                 let mut connection = http::Connection::new(address);
-                while !gone.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let sql = format!(
-                        "SELECT sex, COUNT(*) AS q{i} FROM adult WHERE age > {} GROUP BY sex",
-                        17 + i % 60
-                    );
-                    let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01})
-                        .to_string();
-                    match connection.send("POST", "/v1/query", Some(&key), Some(&body)) {
-                        Ok(response) if response.status == 200 => {
-                            released
-                                .lock()
-                                .unwrap()
-                                .push((sql, response.json()["rows"].clone()));
-                        }
-                        Ok(response) => panic!("{}", response.body),
-                        Err(_) => gone.store(true, Ordering::Relaxed),
+                while !stop.load(Ordering::Relaxed) {
+                    let (sql, body) = distinct_query(next.fetch_add(1, Ordering::Relaxed));
+                    let send = connection.send("POST", "/v1/query", Some(&key), Some(&body));
+                    let (response, gone) = match (send, moved) {
+                        (Ok(response), _) => (response, false),
+                        (Err(_), Some(other)) => (
+                            request(other, "POST", "/v1/query", Some(&key), Some(&body)),
+                            true,
+                        ),
+                        (Err(_), None) => return false,
+                    };
+                    assert_eq!(response.status, 200, "{}", response.body);
+                    let rows = response.json()["rows"].clone();
+                    released.lock().unwrap().push((sql, rows));
+                    if gone {
+                        return false;
                     }
                 }
+                true
             })
         })
         .collect()
+}
+
+/// The `i`th of the load's distinct queries: its SQL and request body.
+fn distinct_query(i: usize) -> (String, String) {
+    let sql = format!(
+        "SELECT sex, COUNT(*) AS q{i} FROM adult WHERE age > {} GROUP BY sex",
+        17 + i % 60
+    );
+    let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01}).to_string();
+    (sql, body)
 }
 
 /// The charges in the state database: (query, status, kept answer).
@@ -410,41 +437,103 @@ fn charges(state: &Path) -> Vec<(String, String, Option<String>)> {
         .unwrap()
 }
 
+/// What a round of kills must leave: no charge lost (`charged_before` is
+/// the last round's count), and a charge and a kept answer for every
+/// answer released. The count of charges now.
+fn nothing_lost(state: &Path, released: &Mutex<Vec<Released>>, charged_before: usize) -> usize {
+    let charges = charges(state);
+    let charged = charges.iter().filter(|c| c.1 == "charged").count();
+    assert!(charged >= charged_before, "a charge was lost");
+    for (sql, _) in released.lock().unwrap().iter() {
+        let charge = charges.iter().find(|c| &c.0 == sql);
+        assert!(
+            matches!(charge, Some((_, status, Some(_))) if status == "charged"),
+            "{sql} was answered without a charge and a kept answer"
+        );
+    }
+    charged
+}
+
+/// After the last kill, from `servers` in turn: every answer released is
+/// given again, free and the same, and a request charged but never
+/// answered runs under its charge. Returns how many were unanswered.
+fn all_answered_again(
+    servers: &[SocketAddr],
+    key: &str,
+    state: &Path,
+    released: &[Released],
+) -> usize {
+    let ask = |i: usize, sql: &str| {
+        let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01}).to_string();
+        request(
+            servers[i % servers.len()],
+            "POST",
+            "/v1/query",
+            Some(key),
+            Some(&body),
+        )
+    };
+    for (i, (sql, rows)) in released.iter().enumerate() {
+        let again = ask(i, sql).json();
+        assert_eq!(
+            (&again["rows"], again["replay"].as_bool()),
+            (rows, Some(true)),
+            "{sql}"
+        );
+    }
+    let charges = charges(state);
+    let unanswered: Vec<_> = charges
+        .iter()
+        .filter(|c| c.2.is_none() && c.1 == "charged")
+        .collect();
+    for (i, (sql, _, _)) in unanswered.iter().enumerate() {
+        let response = ask(i, sql);
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    let after = self::charges(state);
+    let charged =
+        |c: &[(String, String, Option<String>)]| c.iter().filter(|c| c.1 == "charged").count();
+    assert_eq!(
+        charged(&after),
+        charged(&charges),
+        "resending charged requests charged again"
+    );
+    assert!(
+        after.iter().all(|c| c.1 != "charged" || c.2.is_some()),
+        "every charge now has its answer"
+    );
+    let budget = request(servers[0], "GET", "/v1/budget", Some(key), None).json();
+    let spent = budget["budgets"][0]["spent_epsilon"].as_f64().unwrap();
+    assert!(
+        (spent - 0.01 * after.len() as f64).abs() < 1e-9,
+        "spent {spent} for {} charges",
+        after.len()
+    );
+    unanswered.len()
+}
+
 #[test]
 fn kill_9_under_load_never_releases_an_answer_without_its_charge_nor_loses_one() {
     let folder = setup("kill");
     let key = add_analyst(&folder, "ann", "1000");
     let log = folder.join("server.log");
     let state = folder.join("state/state.sqlite");
-    let (next, released) = (
+    let (next, never) = (
         Arc::new(AtomicUsize::new(0)),
-        Arc::new(Mutex::new(Vec::new())),
+        Arc::new(AtomicBool::new(false)),
     );
-    let mut charged_before = 0;
+    let released = Arc::new(Mutex::new(Vec::new()));
+    let mut charged = 0;
     for round in 0..30u64 {
         let mut server = start(&folder, &log);
-        let clients = load(server.address, &key, &next, &released);
+        let clients = load(&[(server.address, None)], &key, (&next, &never), &released);
         // A different moment each round: 20 to 400 ms into the load.
         std::thread::sleep(Duration::from_millis(20 + (round * 7919) % 380));
-        server.child.kill().unwrap();
-        server.child.wait().unwrap();
+        server.stop();
         for client in clients {
             client.join().unwrap();
         }
-        let charges = charges(&state);
-        let charged = charges.iter().filter(|c| c.1 == "charged").count();
-        assert!(
-            charged >= charged_before,
-            "round {round}: a charge was lost"
-        );
-        charged_before = charged;
-        for (sql, _) in released.lock().unwrap().iter() {
-            let charge = charges.iter().find(|c| &c.0 == sql);
-            assert!(
-                matches!(charge, Some((_, status, Some(_))) if status == "charged"),
-                "round {round}: {sql} was answered without a charge and a kept answer"
-            );
-        }
+        charged = nothing_lost(&state, &released, charged);
     }
     let released = released.lock().unwrap().clone();
     assert!(
@@ -452,53 +541,149 @@ fn kill_9_under_load_never_releases_an_answer_without_its_charge_nor_loses_one()
         "too little load to mean anything: {}",
         released.len()
     );
-    // After a last restart, every answer given is given again, free and
-    // the same; a request charged but never answered runs under its charge.
-    let server = start(&folder, &log);
-    for (sql, rows) in &released {
-        let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01}).to_string();
-        let again = request(server.address, "POST", "/v1/query", Some(&key), Some(&body)).json();
-        assert_eq!(
-            (&again["rows"], again["replay"].as_bool()),
-            (rows, Some(true)),
-            "{sql}"
-        );
-    }
-    let charges = charges(&state);
-    for (sql, status, answer) in charges.iter().filter(|c| c.2.is_none() && c.1 == "charged") {
-        let body = serde_json::json!({"dataset": "adult", "sql": sql, "epsilon": 0.01}).to_string();
-        let response = request(server.address, "POST", "/v1/query", Some(&key), Some(&body));
-        assert_eq!(
-            response.status, 200,
-            "{status} {answer:?}: {}",
-            response.body
-        );
-    }
-    let after = self::charges(&state);
-    assert_eq!(
-        after.iter().filter(|c| c.1 == "charged").count(),
-        charges.iter().filter(|c| c.1 == "charged").count(),
-        "resending charged requests charged again"
-    );
-    assert!(
-        after.iter().all(|c| c.1 != "charged" || c.2.is_some()),
-        "every charge now has its answer"
-    );
-    let budget = request(server.address, "GET", "/v1/budget", Some(&key), None).json();
-    let spent = budget["budgets"][0]["spent_epsilon"].as_f64().unwrap();
-    assert!(
-        (spent - 0.01 * after.len() as f64).abs() < 1e-9,
-        "spent {spent} for {} charges",
-        after.len()
-    );
-    let mut server = server;
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
+    let mut server = start(&folder, &log);
+    let unanswered = all_answered_again(&[server.address], &key, &state, &released);
+    server.stop();
     println!(
-        "30 kills: {} answers released, {} charges, {} charged but unanswered at a kill",
+        "30 kills: {} answers released, {} charges, {unanswered} charged but unanswered at a kill",
         released.len(),
-        after.len(),
-        charges.iter().filter(|c| c.2.is_none()).count()
+        charges(&state).len(),
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// Distinct queries from eight clients spread over `servers` until the
+/// budget refuses: how many were answered.
+fn spend_all(servers: [SocketAddr; 2], key: &str) -> usize {
+    let (next, answered) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    std::thread::scope(|scope| {
+        for c in 0..8 {
+            let (next, answered) = (&next, &answered);
+            scope.spawn(move || {
+                let mut connection = http::Connection::new(servers[c % 2]);
+                loop {
+                    let (_, body) = distinct_query(next.fetch_add(1, Ordering::Relaxed));
+                    let response = connection
+                        .send("POST", "/v1/query", Some(key), Some(&body))
+                        .unwrap();
+                    match response.status {
+                        200 => answered.fetch_add(1, Ordering::Relaxed),
+                        409 => return,
+                        _ => panic!("{}", response.body),
+                    };
+                }
+            });
+        }
+    });
+    answered.into_inner()
+}
+
+/// One request sent four times to each server at once: every copy's rows.
+fn same_request_on_both(servers: [SocketAddr; 2], key: &str, body: &str) -> Vec<serde_json::Value> {
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|scope| {
+        let copies: Vec<_> = (0..8)
+            .map(|c| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    let response =
+                        request(servers[c % 2], "POST", "/v1/query", Some(key), Some(body));
+                    assert_eq!(response.status, 200, "{}", response.body);
+                    response.json()["rows"].clone()
+                })
+            })
+            .collect();
+        copies.into_iter().map(|c| c.join().unwrap()).collect()
+    })
+}
+
+/// Two servers on one state directory, as two processes behind one
+/// address: racing queries spread over both charge exactly the budget,
+/// and one request sent to both at once is charged and answered once.
+#[test]
+fn two_servers_on_one_state_charge_exactly_the_budget_and_answer_a_request_once() {
+    let folder = setup("two");
+    // δ = 0: plain sums only, so the budget pays for exactly 100 at ε = 0.01.
+    let (ann, bob) = (
+        add_analyst_with(&folder, "ann", "1", "0"),
+        add_analyst_with(&folder, "bob", "1", "0"),
+    );
+    let log = folder.join("server.log");
+    let mut running = [start(&folder, &log), start(&folder, &log)];
+    let servers = [running[0].address, running[1].address];
+    assert_eq!(spend_all(servers, &ann), 100);
+    for server in servers {
+        let budget = request(server, "GET", "/v1/budget", Some(&ann), None).json();
+        assert_eq!(budget["budgets"][0]["spent_epsilon"].as_f64(), Some(1.0));
+    }
+    for i in 0..10 {
+        let (_, body) = distinct_query(i);
+        let copies = same_request_on_both(servers, &bob, &body);
+        assert!(copies.iter().all(|rows| rows == &copies[0]), "{copies:?}");
+    }
+    let connection = rusqlite::Connection::open(folder.join("state/state.sqlite")).unwrap();
+    let (charged, answered): (i64, i64) = connection
+        .query_row(
+            "SELECT COUNT(*), COUNT(r.answer) FROM spends s LEFT JOIN replays r ON r.spend = s.id
+             WHERE s.account = 'bob/adult' AND s.status = 'charged'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((charged, answered), (10, 10));
+    for server in &mut running {
+        server.stop();
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// `kill -9` of one of two servers on one state, under load: the other
+/// serves on (the clients on it see no error, and the requests the killed
+/// one had in flight are sent to it), and nothing is lost.
+#[test]
+fn kill_9_of_one_of_two_servers_loses_nothing_and_the_other_serves_on() {
+    let folder = setup("kill-two");
+    let key = add_analyst(&folder, "ann", "1000");
+    let log = folder.join("server.log");
+    let state = folder.join("state/state.sqlite");
+    let (next, released) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let mut running = [start(&folder, &log), start(&folder, &log)];
+    let mut charged = 0;
+    for round in 0..12u64 {
+        let (victim, other) = (
+            running[round as usize % 2].address,
+            running[1 - round as usize % 2].address,
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let targets = [(victim, Some(other)), (other, None)];
+        let clients = load(&targets, &key, (&next, &stop), &released);
+        std::thread::sleep(Duration::from_millis(20 + (round * 7919) % 380));
+        let killed = &mut running[round as usize % 2];
+        killed.stop();
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+        for (c, client) in clients.into_iter().enumerate() {
+            let stopped = client.join().unwrap();
+            assert_eq!(stopped, c % 2 == 1, "client {c} in round {round}");
+        }
+        charged = nothing_lost(&state, &released, charged);
+        *killed = start(&folder, &log);
+    }
+    let released = released.lock().unwrap().clone();
+    assert!(released.len() >= 60, "too little load: {}", released.len());
+    let servers = [running[0].address, running[1].address];
+    let unanswered = all_answered_again(&servers, &key, &state, &released);
+    for server in &mut running {
+        server.stop();
+    }
+    println!(
+        "12 kills of one of two: {} answers released, {} charges, {unanswered} charged but unanswered",
+        released.len(),
+        charges(&state).len(),
     );
     std::fs::remove_dir_all(&folder).unwrap();
 }

@@ -619,8 +619,13 @@ impl Ledger {
     }
 
     /// Gives back a charge whose query failed before releasing anything,
-    /// and forgets the request it paid for.
-    pub fn refund(&self, charge: Charge) -> Result<()> {
+    /// and forgets the request it paid for; `None` when given back.
+    ///
+    /// A charge that has an answer kept under it is not given back: another
+    /// run of the same request (in another process sharing the file) kept
+    /// that answer, and may have released it, so the charge paid for it.
+    /// That answer is returned, and must be released instead of the failure.
+    pub fn refund(&self, charge: Charge) -> Result<Option<String>> {
         self.locked(move |at| at.refund(charge))
     }
 }
@@ -685,8 +690,21 @@ impl InAccount<'_> {
         Ok(charge)
     }
 
-    /// Gives back `charge` and forgets the request it paid for.
-    fn refund(&self, charge: Charge) -> Result<()> {
+    /// Gives back `charge` and forgets the request it paid for, unless an
+    /// answer is kept under it (see [`Ledger::refund`]).
+    fn refund(&self, charge: Charge) -> Result<Option<String>> {
+        let kept: Option<String> = self
+            .connection
+            .query_row(
+                "SELECT answer FROM replays WHERE spend = ?1 AND answer IS NOT NULL",
+                [charge.0],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        if kept.is_some() {
+            return Ok(kept);
+        }
         self.connection
             .execute_batch(&format!(
                 "UPDATE accounts SET
@@ -698,7 +716,8 @@ impl InAccount<'_> {
                  DELETE FROM replays WHERE spend = {id};",
                 id = charge.0
             ))
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        Ok(None)
     }
 }
 

@@ -8,12 +8,23 @@
 //! answer was never kept released nothing and runs again under its charge.
 //! Requests are compared whole (the caller's canonical text), never by a
 //! hash that could collide.
+//!
+//! Two runs of one request under one charge (two processes on one file,
+//! each given the request) release at most one answer, and never one the
+//! charge was given back for. The first answer kept is the one every run
+//! releases ([`Ledger::keep_answer`] hands it to the later ones). A refund
+//! gives nothing back once an answer is kept under the charge, and returns
+//! that answer to be released instead; once a charge is given back, no
+//! answer can be kept under it, and a run that cannot keep its answer
+//! releases nothing. Each of these steps is one transaction, so they
+//! happen in some order, and each order ends in one answer paid for or
+//! none released.
 
 use dpkit_core::accounting::Cost;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Charge, InAccount, Ledger, Once, to_units};
-use crate::Result;
+use crate::{LedgerError, Result};
 
 impl Ledger {
     /// The answer kept for `request`, if it was answered before.
@@ -31,9 +42,14 @@ impl Ledger {
     }
 
     /// Charges `cost` for `request` unless it was charged before, in one
-    /// transaction. The caller must not run the same request of the same
-    /// account twice at once (`dpkit serve` holds a lock per request): an
-    /// unanswered charge is taken as abandoned by a stopped process.
+    /// transaction. A charge not answered yet is taken as abandoned by a
+    /// stopped process, and the request runs again under it.
+    ///
+    /// It may still be running elsewhere: two processes that share the file
+    /// can be given the same request at once. Both runs then go on under
+    /// the one charge, and stay safe (see the module's text). A process
+    /// should still run one copy of a request at a time, to spare the work
+    /// (`dpkit serve` holds a lock per request).
     ///
     /// A charge whose recorded cost differs from `cost` (the description
     /// changed since) is not reused: the request is charged anew.
@@ -47,7 +63,12 @@ impl Ledger {
     /// Keeps `answer` for the request `charge` paid for, unless an answer
     /// is kept for it already: then that one is returned, and must be
     /// released instead (one charge, one answer, whatever runs raced). It
-    /// is on disk when this returns, so it may then be released.
+    /// is on disk when this returns, so it may then be released. If the
+    /// charge was given back meanwhile (another run of the request was
+    /// refunded), nothing is kept and [`LedgerError::GivenBack`] says that
+    /// nothing may be released.
+    ///
+    /// [`LedgerError::GivenBack`]: crate::LedgerError::GivenBack
     pub fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<String>> {
         let answer = answer.to_string();
         self.locked(move |at| at.keep_answer(charge, &answer))
@@ -118,15 +139,26 @@ impl InAccount<'_> {
         if kept == 1 {
             return Ok(None);
         }
-        self.connection
+        // A refund forgets the request: no row, or the request charged
+        // anew, means this charge was given back.
+        let first = self
+            .connection
             .query_row(
                 "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
                 params![self.account, charge.0],
                 |row| row.get::<_, Option<String>>(0),
             )
             .optional()
-            .map_err(|e| self.error(e))
-            .map(Option::flatten)
+            .map_err(|e| self.error(e))?
+            .flatten();
+        match first {
+            Some(first) => Ok(Some(first)),
+            None => Err(LedgerError::GivenBack(
+                "another run of this request could not read the data, and its charge was \
+                 given back: nothing was released or spent; ask again"
+                    .into(),
+            )),
+        }
     }
 }
 
@@ -163,7 +195,6 @@ impl Earlier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::LedgerError;
     use crate::tests::{pure, temporary};
 
     #[test]
@@ -197,6 +228,54 @@ mod tests {
         assert_eq!(ledger.replayed("r").unwrap().as_deref(), Some("the answer"));
         let state = ledger.state().unwrap();
         assert_eq!((state.spent_epsilon, state.queries), (0.5, 1));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// Two processes given one request: the first charges it, the second
+    /// finds the charge unanswered and runs under it too.
+    fn two_runs(path: &std::path::Path) -> (Ledger, Ledger, Charge) {
+        Ledger::grant(path, "ann/adult", 1.0, 0.0).unwrap();
+        let first = Ledger::open_account(path, "ann/adult").unwrap();
+        let second = Ledger::open_account(path, "ann/adult").unwrap();
+        let Once::Charged(charge) = first.charge_once(pure(0.5), "q", "r").unwrap() else {
+            panic!("a new request is charged");
+        };
+        assert_eq!(
+            second.charge_once(pure(0.5), "q", "r").unwrap(),
+            Once::Unanswered(charge)
+        );
+        (first, second, charge)
+    }
+
+    #[test]
+    fn a_charge_given_back_keeps_no_answer_from_another_run() {
+        let path = temporary("replay-refund-first");
+        let (first, second, charge) = two_runs(&path);
+        assert_eq!(first.refund(charge).unwrap(), None);
+        assert!(matches!(
+            second.keep_answer(charge, "released for free"),
+            Err(LedgerError::GivenBack(_))
+        ));
+        assert_eq!(second.replayed("r").unwrap(), None);
+        assert_eq!(first.state().unwrap().spent_epsilon, 0.0);
+        assert!(matches!(
+            second.charge_once(pure(0.5), "q", "r").unwrap(),
+            Once::Charged(_)
+        ));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_charge_whose_answer_another_run_kept_is_not_given_back() {
+        let path = temporary("replay-kept-first");
+        let (first, second, charge) = two_runs(&path);
+        assert_eq!(second.keep_answer(charge, "the answer").unwrap(), None);
+        assert_eq!(first.refund(charge).unwrap().as_deref(), Some("the answer"));
+        assert_eq!(first.state().unwrap().spent_epsilon, 0.5);
+        assert_eq!(
+            first.charge_once(pure(0.5), "q", "r").unwrap(),
+            Once::Answered("the answer".into())
+        );
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -3,11 +3,13 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-/// Durability and waiting: every commit reaches the disk before it returns
-/// (WAL, `synchronous = FULL`), and writers wait for each other.
-pub(super) const PRAGMAS: &str = "PRAGMA journal_mode = WAL;
-     PRAGMA synchronous = FULL;
-     PRAGMA busy_timeout = 10000;";
+/// Waiting and durability: writers wait for each other, in this process
+/// or another (set first, so that two processes opening a new file at once
+/// wait for each other to make it WAL), and every commit reaches the disk
+/// before it returns (WAL, `synchronous = FULL`).
+pub(super) const PRAGMAS: &str = "PRAGMA busy_timeout = 10000;
+     PRAGMA journal_mode = WAL;
+     PRAGMA synchronous = FULL;";
 
 /// Accounts (one budget each: the CLI's is named ""), their charges, and
 /// the answers kept for replay, each tied to the charge that paid for it.

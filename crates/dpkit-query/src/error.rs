@@ -50,6 +50,8 @@ impl From<dpkit_ledger::LedgerError> for QueryError {
     fn from(error: dpkit_ledger::LedgerError) -> Self {
         match error {
             dpkit_ledger::LedgerError::Budget(why) => QueryError::Budget(why),
+            // Refunded for another run's unreadable data: refunded the same.
+            dpkit_ledger::LedgerError::GivenBack(why) => QueryError::Unreadable(why),
             dpkit_ledger::LedgerError::Storage { path, reason } => {
                 QueryError::Ledger { path, reason }
             }

@@ -21,10 +21,11 @@ pub struct Server {
 
 impl Server {
     /// Opens the state and every dataset, and binds `config.address` (port
-    /// 0 picks a free one). Only one server may use a state directory: a
-    /// second is refused, since kept answers need one writer.
+    /// 0 picks a free one). Several servers may use one state directory
+    /// on one machine, and share its accounts and kept answers; a restore
+    /// waits until every one has stopped.
     pub async fn bind(config: &Config) -> Result<Self> {
-        let lock = lock_state(config)?;
+        let lock = serve_state(config)?;
         let analysts = Analysts::open(&config.state_path())?;
         let datasets = {
             let config = config.clone();
@@ -124,43 +125,60 @@ async fn listen(address: SocketAddr) -> Result<TcpListener> {
         .map_err(|e| ServeError::Io(format!("cannot listen on {address}: {e}")))
 }
 
-/// Holds the state directory of `config` (made if need be) for this
-/// process alone: a server or a restore; refused while another holds it.
+/// Holds the state directory of `config` (made if need be) for a server:
+/// shared by every server on it, refused while a restore holds it alone.
+/// Servers on one state file share every account and kept answer through
+/// it (see `dpkit_ledger::replay`); the file must be on a local disk.
+pub(crate) fn serve_state(config: &Config) -> Result<std::fs::File> {
+    hold(config, ("serve.lock", Hold::Shared), |state| {
+        format!("a restore of {state} is under way: start the server when it ends")
+    })
+}
+
+/// Holds the state directory of `config` for a restore, alone: refused
+/// while any server uses it.
 pub(crate) fn lock_state(config: &Config) -> Result<std::fs::File> {
-    let file = lock_file(config, "serve.lock")?;
-    file.try_lock().map_err(|_| {
-        ServeError::State(format!(
-            "another dpkit serve (a server or a restore) is using {} (its lock is held)",
-            config.state_dir.display()
-        ))
-    })?;
-    Ok(file)
+    hold(config, ("serve.lock", Hold::Alone), |state| {
+        format!("a dpkit serve is using {state} (its lock is held): stop every server on it first")
+    })
 }
 
 /// Holds the state of `config` against a restore, while a command changes
 /// or copies it (an analyst command, a backup): shared between such
 /// commands, and refused while a restore runs. Kept until dropped.
 pub fn share_state(config: &Config) -> Result<std::fs::File> {
-    let file = lock_file(config, "restore.lock")?;
-    file.try_lock_shared().map_err(|_| {
-        ServeError::State(format!(
-            "a restore is under way in {}",
-            config.state_dir.display()
-        ))
-    })?;
-    Ok(file)
+    hold(config, ("restore.lock", Hold::Shared), |state| {
+        format!("a restore is under way in {state}")
+    })
 }
 
 /// Holds the state of `config` for a restore: refused while a command
 /// holds it shared ([`share_state`]).
 pub(crate) fn restore_state(config: &Config) -> Result<std::fs::File> {
-    let file = lock_file(config, "restore.lock")?;
-    file.try_lock().map_err(|_| {
-        ServeError::State(format!(
-            "another command is changing or copying {}: try again when it ends",
-            config.state_dir.display()
-        ))
-    })?;
+    hold(config, ("restore.lock", Hold::Alone), |state| {
+        format!("another command is changing or copying {state}: try again when it ends")
+    })
+}
+
+/// How a lock file is held.
+enum Hold {
+    Shared,
+    Alone,
+}
+
+/// Holds the lock file `name` as `how` says, or refuses with `refused`'s
+/// line (given the state directory) while another holds it otherwise.
+fn hold(
+    config: &Config,
+    (name, how): (&str, Hold),
+    refused: impl FnOnce(&str) -> String,
+) -> Result<std::fs::File> {
+    let file = lock_file(config, name)?;
+    let held = match how {
+        Hold::Shared => file.try_lock_shared(),
+        Hold::Alone => file.try_lock(),
+    };
+    held.map_err(|_| ServeError::State(refused(&config.state_dir.display().to_string())))?;
     Ok(file)
 }
 

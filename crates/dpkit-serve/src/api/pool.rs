@@ -1,7 +1,7 @@
 //! Open ledger connections, kept per account between requests: opening a
 //! SQLite connection re-reads the file's schema, which cost more than the
 //! charge itself under load. Every read and charge still goes to the file;
-//! charges and kept answers go through the state file's one writer, which
+//! charges and kept answers go through this process's writer of the file, which
 //! commits those that arrive together in one transaction (see
 //! [`GroupCommit`]).
 

@@ -24,6 +24,11 @@ pub struct ServeArgs {
     /// (127.0.0.1:8640 by default); port 0 picks a free one.
     #[arg(long, value_name = "HOST:PORT")]
     address: Option<std::net::SocketAddr>,
+    /// Where to serve health and metrics, instead of the configuration's
+    /// `[operations] address` (each of several servers on one state needs
+    /// its own).
+    #[arg(long, value_name = "HOST:PORT")]
+    operations_address: Option<std::net::SocketAddr>,
     #[command(subcommand)]
     command: Option<ServeCommand>,
 }
@@ -106,6 +111,12 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     let mut config = Config::load(&args.config)?;
     if let Some(address) = args.address {
         config.address = address;
+    }
+    if let Some(operations) = args.operations_address {
+        config.operations = Some(operations);
+    }
+    if config.operations == Some(config.address) && config.address.port() != 0 {
+        bail!("the operations address must differ from the analysts' address");
     }
     match &args.command {
         Some(ServeCommand::Analyst { action }) => analyst(&config, action),

@@ -79,6 +79,8 @@ fn add_analyst_with(folder: &Path, name: &str, epsilon: &str, delta: &str) -> St
 struct Running {
     child: Child,
     address: SocketAddr,
+    /// Where it serves health and metrics, if it does.
+    operations: Option<SocketAddr>,
 }
 
 impl Running {
@@ -86,6 +88,14 @@ impl Running {
     fn stop(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+    }
+
+    /// A counter's value in its metrics.
+    fn metric(&self, name: &str) -> f64 {
+        let text = request(self.operations.unwrap(), "GET", "/metrics", None, None).body;
+        let line = text.lines().find(|l| l.starts_with(&format!("{name} ")));
+        line.and_then(|l| l.split(' ').nth(1)?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in the metrics"))
     }
 }
 
@@ -96,7 +106,12 @@ fn start(folder: &Path, log: &Path) -> Running {
 /// Starts the server with `extra` arguments; also the lines it printed
 /// before the one with its address.
 fn start_with(folder: &Path, log: &Path, extra: &[&str]) -> (Running, Vec<String>) {
-    let mut child = dpkit()
+    started(spawn(folder, log, extra))
+}
+
+/// `dpkit serve` with `extra` arguments, its output piped, its errors to `log`.
+fn spawn(folder: &Path, log: &Path, extra: &[&str]) -> Child {
+    dpkit()
         .args(["serve", "--config"])
         .arg(folder.join("serve.toml"))
         .args(extra)
@@ -109,20 +124,42 @@ fn start_with(folder: &Path, log: &Path, extra: &[&str]) -> (Running, Vec<String
                 .unwrap(),
         )
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// The server `child` once it says where it listens; also the lines it
+/// printed before.
+fn started(mut child: Child) -> (Running, Vec<String>) {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut before = Vec::new();
     let mut line = String::new();
     while stdout.read_line(&mut line).unwrap() > 0 && !line.contains("http://") {
         before.push(std::mem::take(&mut line));
     }
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("the server did not start: {line:?}"));
-    (Running { child, address }, before)
+    let at = |n: usize| -> Option<SocketAddr> {
+        line.split("http://")
+            .nth(n)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|a| a.parse().ok())
+    };
+    let address = at(1).unwrap_or_else(|| panic!("the server did not start: {line:?}"));
+    let operations = at(2);
+    (
+        Running {
+            child,
+            address,
+            operations,
+        },
+        before,
+    )
+}
+
+/// Two servers started at once on `folder`'s state, each with its own
+/// operations address.
+fn start_two(folder: &Path, log: &Path) -> [Running; 2] {
+    let extra = ["--operations-address", "127.0.0.1:0"];
+    let children = [spawn(folder, log, &extra), spawn(folder, log, &extra)];
+    children.map(|child| started(child).0)
 }
 
 #[test]
@@ -604,24 +641,35 @@ fn same_request_on_both(servers: [SocketAddr; 2], key: &str, body: &str) -> Vec<
 #[test]
 fn two_servers_on_one_state_charge_exactly_the_budget_and_answer_a_request_once() {
     let folder = setup("two");
+    // Both start at once on a state directory that does not exist yet.
+    let mut running = start_two(&folder, &folder.join("server.log"));
+    let servers = [running[0].address, running[1].address];
     // δ = 0: plain sums only, so the budget pays for exactly 100 at ε = 0.01.
     let (ann, bob) = (
         add_analyst_with(&folder, "ann", "1", "0"),
         add_analyst_with(&folder, "bob", "1", "0"),
     );
-    let log = folder.join("server.log");
-    let mut running = [start(&folder, &log), start(&folder, &log)];
-    let servers = [running[0].address, running[1].address];
     assert_eq!(spend_all(servers, &ann), 100);
     for server in servers {
         let budget = request(server, "GET", "/v1/budget", Some(&ann), None).json();
         assert_eq!(budget["budgets"][0]["spent_epsilon"].as_f64(), Some(1.0));
     }
+    let writes = |running: &[Running; 2]| -> f64 {
+        running
+            .iter()
+            .map(|r| r.metric("dpkit_ledger_writes_total"))
+            .sum()
+    };
+    let before = writes(&running);
     for i in 0..10 {
         let (_, body) = distinct_query(i);
         let copies = same_request_on_both(servers, &bob, &body);
         assert!(copies.iter().all(|rows| rows == &copies[0]), "{copies:?}");
     }
+    // One charge and one kept answer a request: no copy ran beside another
+    // (a second run would have charged and kept too); the others found the
+    // answer kept, which is a read.
+    assert_eq!(writes(&running) - before, 20.0, "copies ran side by side");
     let connection = rusqlite::Connection::open(folder.join("state/state.sqlite")).unwrap();
     let (charged, answered): (i64, i64) = connection
         .query_row(
@@ -672,6 +720,16 @@ fn kill_9_of_one_of_two_servers_loses_nothing_and_the_other_serves_on() {
         }
         charged = nothing_lost(&state, &released, charged);
         *killed = start(&folder, &log);
+    }
+    // A request moved from the killed server ran under the charge it had
+    // there, if it had one: no query was charged twice.
+    let queries = charges(&state);
+    for (sql, _, _) in &queries {
+        let times = queries
+            .iter()
+            .filter(|c| &c.0 == sql && c.1 == "charged")
+            .count();
+        assert!(times <= 1, "{sql} was charged {times} times");
     }
     let released = released.lock().unwrap().clone();
     assert!(released.len() >= 60, "too little load: {}", released.len());

@@ -8,10 +8,11 @@ pub enum LedgerError {
     /// The budget cannot pay for a cost, or a budget or name is malformed.
     #[error("budget: {0}")]
     Budget(String),
-    /// An answer could not be kept because its charge was given back
-    /// meanwhile: another run of the same request failed for a reason no
-    /// one's data decides and was refunded. Nothing may be released, and
-    /// nothing is spent; the request can be asked again.
+    /// An answer could not be kept because another run of the same request
+    /// took its place: that run was refunded (its data could not be read),
+    /// or the request was charged anew at a changed cost. This run's charge
+    /// is given back, nothing may be released, and the request can be
+    /// asked again.
     #[error("{0}")]
     GivenBack(String),
     /// The ledger database failed.

@@ -16,9 +16,16 @@
 //! gives nothing back once an answer is kept under the charge, and returns
 //! that answer to be released instead; once a charge is given back, no
 //! answer can be kept under it, and a run that cannot keep its answer
-//! releases nothing. Each of these steps is one transaction, so they
-//! happen in some order, and each order ends in one answer paid for or
-//! none released.
+//! releases nothing (and its charge, if a new charge for the request
+//! took its place, is given back). Each of these steps is one transaction,
+//! so they happen in some order, and each order ends in one answer paid
+//! for or none released.
+//!
+//! Callers should still keep copies from running at once: each run draws
+//! its own noise, and the samplers' time depends on their draw, so the
+//! first answer kept would be a draw chosen by speed. `dpkit serve` runs
+//! one copy at a time across all its processes; the rules above keep
+//! the budget for any caller that does not.
 
 use dpkit_core::accounting::Cost;
 use rusqlite::{OptionalExtension, params};
@@ -45,11 +52,10 @@ impl Ledger {
     /// transaction. A charge not answered yet is taken as abandoned by a
     /// stopped process, and the request runs again under it.
     ///
-    /// It may still be running elsewhere: two processes that share the file
-    /// can be given the same request at once. Both runs then go on under
-    /// the one charge, and stay safe (see the module's text). A process
-    /// should still run one copy of a request at a time, to spare the work
-    /// (`dpkit serve` holds a lock per request).
+    /// It may still be running elsewhere, if two processes that share the
+    /// file run copies of one request at once: both runs then go on under
+    /// the one charge and release at most one answer (see the module's
+    /// text), but callers should keep copies apart (`dpkit serve` does).
     ///
     /// A charge whose recorded cost differs from `cost` (the description
     /// changed since) is not reused: the request is charged anew.
@@ -63,15 +69,25 @@ impl Ledger {
     /// Keeps `answer` for the request `charge` paid for, unless an answer
     /// is kept for it already: then that one is returned, and must be
     /// released instead (one charge, one answer, whatever runs raced). It
-    /// is on disk when this returns, so it may then be released. If the
-    /// charge was given back meanwhile (another run of the request was
-    /// refunded), nothing is kept and [`LedgerError::GivenBack`] says that
-    /// nothing may be released.
+    /// is on disk when this returns, so it may then be released. If another
+    /// run took this one's place (it was refunded, or the request charged
+    /// anew), nothing is kept, this charge is given back, and
+    /// [`LedgerError::GivenBack`] says that nothing may be released.
     ///
     /// [`LedgerError::GivenBack`]: crate::LedgerError::GivenBack
     pub fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<String>> {
         let answer = answer.to_string();
-        self.locked(move |at| at.keep_answer(charge, &answer))
+        // The refund of a run whose place was taken must commit, so it is
+        // an outcome of the transaction, and an error only after it.
+        match self.locked(move |at| at.keep_answer(charge, &answer))? {
+            Some(Kept::Now) => Ok(None),
+            Some(Kept::Before(first)) => Ok(Some(first)),
+            None => Err(LedgerError::GivenBack(
+                "another run of this request took its place: this run's charge was given back \
+                 and nothing was released; ask again"
+                    .into(),
+            )),
+        }
     }
 }
 
@@ -126,8 +142,9 @@ impl InAccount<'_> {
         Ok(Once::Charged(charge))
     }
 
-    /// [`Ledger::keep_answer`] inside the caller's transaction.
-    fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<String>> {
+    /// [`Ledger::keep_answer`] inside the caller's transaction: `None` when
+    /// another run took this one's place and its charge was given back.
+    fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<Kept>> {
         let kept = self
             .connection
             .execute(
@@ -137,10 +154,11 @@ impl InAccount<'_> {
             )
             .map_err(|e| self.error(e))?;
         if kept == 1 {
-            return Ok(None);
+            return Ok(Some(Kept::Now));
         }
-        // A refund forgets the request: no row, or the request charged
-        // anew, means this charge was given back.
+        // No row for this charge: a refund forgot the request, or it was
+        // charged anew (its cost changed). Either way this run releases
+        // nothing, so its charge, if it still stands, is given back.
         let first = self
             .connection
             .query_row(
@@ -152,14 +170,21 @@ impl InAccount<'_> {
             .map_err(|e| self.error(e))?
             .flatten();
         match first {
-            Some(first) => Ok(Some(first)),
-            None => Err(LedgerError::GivenBack(
-                "another run of this request could not read the data, and its charge was \
-                 given back: nothing was released or spent; ask again"
-                    .into(),
-            )),
+            Some(first) => Ok(Some(Kept::Before(first))),
+            None => {
+                self.refund(charge)?;
+                Ok(None)
+            }
         }
     }
+}
+
+/// Which answer a charge keeps.
+enum Kept {
+    /// The one just given.
+    Now,
+    /// One kept before, by another run under the same charge.
+    Before(String),
 }
 
 /// A request's earlier charge, and its answer if one was kept.
@@ -262,6 +287,23 @@ mod tests {
             second.charge_once(pure(0.5), "q", "r").unwrap(),
             Once::Charged(_)
         ));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_charge_superseded_by_a_new_cost_is_given_back_when_its_run_ends() {
+        let path = temporary("replay-superseded");
+        let (first, second, charge) = two_runs(&path);
+        // Another dpkit prices the request anew, and charges it again.
+        let Once::Charged(anew) = second.charge_once(pure(0.25), "q", "r").unwrap() else {
+            panic!("a changed cost is charged anew");
+        };
+        assert!(matches!(
+            first.keep_answer(charge, "never released"),
+            Err(LedgerError::GivenBack(_))
+        ));
+        assert_eq!(first.state().unwrap().spent_epsilon, 0.25);
+        assert_eq!(second.keep_answer(anew, "the answer").unwrap(), None);
         std::fs::remove_file(&path).unwrap();
     }
 

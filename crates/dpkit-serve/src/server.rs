@@ -16,14 +16,13 @@ pub struct Server {
     listener: TcpListener,
     operations: Option<TcpListener>,
     app: Arc<App>,
-    _lock: std::fs::File,
 }
 
 impl Server {
     /// Opens the state and every dataset, and binds `config.address` (port
     /// 0 picks a free one). Several servers may use one state directory
     /// on one machine, and share its accounts and kept answers; a restore
-    /// waits until every one has stopped.
+    /// is refused until every one has stopped.
     pub async fn bind(config: &Config) -> Result<Self> {
         let lock = serve_state(config)?;
         let analysts = Analysts::open(&config.state_path())?;
@@ -41,8 +40,7 @@ impl Server {
         Ok(Self {
             listener,
             operations,
-            app: Arc::new(App::new(datasets, analysts, config.limits)?),
-            _lock: lock,
+            app: Arc::new(App::new(datasets, analysts, config.limits)?.holding(lock)),
         })
     }
 

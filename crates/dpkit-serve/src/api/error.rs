@@ -76,6 +76,14 @@ impl ApiError {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
     }
 
+    /// [`ApiError::internal`], with `message` in the curator's log. Only
+    /// for failures that name files, never data values.
+    pub(crate) fn logged(message: &str) -> Self {
+        let line = format!("dpkit serve: internal error: {message}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        Self::internal()
+    }
+
     /// 500: the server failed; the details stay in its log.
     pub fn internal() -> Self {
         Self::new(
@@ -102,12 +110,7 @@ impl From<QueryError> for ApiError {
                 "data_unavailable",
                 "the data could not be read; nothing was charged",
             ),
-            QueryError::Description(_) | QueryError::Ledger { .. } => {
-                // For the curator's log: these name files, never data values.
-                let line = format!("dpkit serve: internal error: {message}\n");
-                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
-                Self::internal()
-            }
+            QueryError::Description(_) | QueryError::Ledger { .. } => Self::logged(&message),
         }
     }
 }
@@ -133,5 +136,12 @@ impl IntoResponse for ApiError {
                 .insert("retry-after", axum::http::HeaderValue::from_static("1"));
         }
         response
+    }
+}
+
+impl From<crate::ServeError> for ApiError {
+    /// The state's failures (a lock file, say) name files, never data.
+    fn from(error: crate::ServeError) -> Self {
+        Self::logged(&error.to_string())
     }
 }

@@ -111,9 +111,9 @@ pub async fn query(
     let name = app.datasets[dataset].name().to_string();
     let account = account(&analyst, &name);
     let canonical = request.canonical(&app.datasets[dataset].fingerprint);
-    // One request text of one account runs at a time (the ledger's replay
-    // needs it): a second copy waits, then finds the first one's answer.
-    let same = app.same_request(&account, &canonical).await;
+    // One request text of one account runs at a time, in every process: a
+    // second copy waits, then finds the first one's answer.
+    let same = app.same_request(&account, &canonical).await?;
     let run_app = app.clone();
     let ((once, state), waited) = app
         .run(&analyst.clone(), same, move || {

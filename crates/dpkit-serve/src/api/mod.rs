@@ -1,6 +1,5 @@
 //! The HTTP JSON API under `/v1`, its OpenAPI document, and the web page.
 
-use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -20,13 +19,11 @@ pub mod error;
 mod handlers;
 mod log;
 mod pool;
+mod same;
 mod turns;
 pub mod types;
 
 pub use error::ApiError;
-
-/// Lock stripes for identical requests (see [`App::same_request`]).
-const STRIPES: usize = 1024;
 
 /// Everything a request may use.
 pub struct App {
@@ -43,11 +40,15 @@ pub struct App {
     grants: Mutex<dpkit_query::Ledger>,
     rate: auth::RateLimiter,
     turns: Arc<turns::Turns>,
-    stripes: Vec<Arc<tokio::sync::Mutex<()>>>,
+    /// One run at a time of each request, in every process on the state.
+    same: same::SameRequests,
     metrics: Metrics,
     /// A connection of the metrics' own, so a scrape never holds `grants`.
     accounts: Mutex<dpkit_query::Ledger>,
     stopping: std::sync::atomic::AtomicBool,
+    /// The server's hold on the state directory against a restore: let go
+    /// when the last run, even one its client left, has ended.
+    hold: Option<std::fs::File>,
 }
 
 impl App {
@@ -64,11 +65,19 @@ impl App {
             state_path: analysts.path().to_path_buf(),
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
             turns: turns::Turns::new(limits.workers, limits.runs_per_analyst()),
-            stripes: (0..STRIPES).map(|_| Arc::default()).collect(),
+            same: same::SameRequests::new(&requests_folder(analysts.path()))?,
             analysts: Mutex::new(analysts),
             limits,
             metrics: Metrics::default(),
+            hold: None,
         })
+    }
+
+    /// This state, holding `lock` (see `crate::server::serve_state`) for as
+    /// long as any request or run uses it.
+    pub(crate) fn holding(mut self, lock: std::fs::File) -> Self {
+        self.hold = Some(lock);
+        self
     }
 
     /// Every account in the state database, with its budget.
@@ -150,13 +159,15 @@ impl App {
         Ok(index)
     }
 
-    /// Takes the lock every copy of one request of one account takes. It
-    /// is owned, so the run it guards keeps it even if the client leaves.
-    async fn same_request(&self, account: &str, request: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        (account, request).hash(&mut hasher);
-        let stripe = &self.stripes[(hasher.finish() % STRIPES as u64) as usize];
-        stripe.clone().lock_owned().await
+    /// Takes the turn every copy of one request of one account takes, in
+    /// every process (see [`same`]). It is owned, so the run it guards
+    /// keeps it even if the client leaves.
+    async fn same_request(
+        &self,
+        account: &str,
+        request: &str,
+    ) -> Result<same::SameRequest, ApiError> {
+        Ok(self.same.take(account, request).await?)
     }
 
     /// Runs `work` (planning, the engine, the ledger: all blocking) on a
@@ -190,6 +201,11 @@ impl App {
         .map_err(ApiError::from)?;
         Ok((outcome, waited))
     }
+}
+
+/// The folder of the lock files of [`same`], beside the state file.
+fn requests_folder(state: &std::path::Path) -> PathBuf {
+    state.with_file_name("requests")
 }
 
 /// The OpenAPI document.

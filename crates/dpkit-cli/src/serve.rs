@@ -216,7 +216,17 @@ fn demo_key_path(config: &Config) -> PathBuf {
 }
 
 /// The demo analyst's key, made (with every dataset granted) the first time.
+/// Several servers started at once on one state make it once: each waits
+/// for the others' turn (`demo.lock`), and none runs beside a restore.
 fn demo_key(config: &Config) -> Result<String> {
+    let _restore = dpkit_serve::server::share_state(config)?;
+    let turn = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(config.state_dir.join("demo.lock"))
+        .context("cannot open the demo's lock file")?;
+    turn.lock().context("cannot lock the demo's lock file")?;
     let path = demo_key_path(config);
     let analysts = Analysts::open(&config.state_path())?;
     if analysts.exists("demo")? {

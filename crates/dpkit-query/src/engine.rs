@@ -497,11 +497,13 @@ impl QueryEngine {
     }
 
     /// Runs `query` under its committed `charge` and releases the answer:
-    /// the one place a refund is decided. A failure that may depend on the
-    /// data keeps its cost, or failing would reveal one row for free; only
-    /// [`QueryError::Unreadable`] (an I/O failure, a server unreachable
-    /// before the statement is sent) is refunded, since whether it happens
-    /// depends on no one's data.
+    /// the one place a run's failure decides a refund. A failure that may
+    /// depend on the data keeps its cost, or failing would reveal one row
+    /// for free; only [`QueryError::Unreadable`] (an I/O failure, a server
+    /// unreachable before the statement is sent) is refunded, since whether
+    /// it happens depends on no one's data. (The ledger also gives back a
+    /// charge whose run released nothing because another run of the same
+    /// request took its place: [`QueryError::GivenBack`].)
     fn run_charged<R: CryptoRng + ?Sized>(
         &self,
         query: &PrivateQuery,

@@ -33,6 +33,12 @@ pub enum QueryError {
     /// `QueryEngine::answer`): whether it happens depends on no one's data.
     #[error("data file: {0}")]
     Unreadable(String),
+    /// Another run of the same request took this run's place (it was
+    /// refunded, or the request was charged anew at a changed cost): this
+    /// run's charge was given back and nothing was released. Asking again
+    /// is safe.
+    #[error("{0}")]
+    GivenBack(String),
     /// The query failed while running, for a reason that may depend on the
     /// private data (a value that does not parse, a division by zero in a
     /// filter): its cost is kept, since a refund would let failures reveal
@@ -50,8 +56,7 @@ impl From<dpkit_ledger::LedgerError> for QueryError {
     fn from(error: dpkit_ledger::LedgerError) -> Self {
         match error {
             dpkit_ledger::LedgerError::Budget(why) => QueryError::Budget(why),
-            // Refunded for another run's unreadable data: refunded the same.
-            dpkit_ledger::LedgerError::GivenBack(why) => QueryError::Unreadable(why),
+            dpkit_ledger::LedgerError::GivenBack(why) => QueryError::GivenBack(why),
             dpkit_ledger::LedgerError::Storage { path, reason } => {
                 QueryError::Ledger { path, reason }
             }

@@ -31,7 +31,7 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// One of: bad_request, bad_query, failed_while_running, unauthorized,
     /// forbidden, not_found, budget_exhausted, too_large, rate_limited,
-    /// data_unavailable, internal.
+    /// data_unavailable, given_back, internal.
     pub code: String,
     /// One line that quotes no data.
     pub message: String,
@@ -110,6 +110,9 @@ impl From<QueryError> for ApiError {
                 "data_unavailable",
                 "the data could not be read; nothing was charged",
             ),
+            QueryError::GivenBack(_) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "given_back", message)
+            }
             QueryError::Description(_) | QueryError::Ledger { .. } => Self::logged(&message),
         }
     }

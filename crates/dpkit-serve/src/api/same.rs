@@ -10,7 +10,14 @@
 //! request takes its stripe's lock in this process, then the same stripe's
 //! lock file in the state directory (an OS lock, which a process's death
 //! lets go). Stripes are chosen by SHA-256, the same in every build.
+//!
+//! Each account has stripes of its own: two requests meet on a stripe only
+//! if one analyst sent both, so a wait depends on that analyst's own runs,
+//! never on another's (whose run time depends on data the first may not be
+//! granted). A process stopped (not dead) mid-run keeps its stripe: copies
+//! of its requests, and the requests on its stripes, wait until it goes on.
 
+use std::collections::HashMap;
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,15 +28,17 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::error::{Result, ServeError};
 
-/// Lock stripes: requests whose stripes meet wait for each other.
-const STRIPES: u64 = 1024;
+/// Lock stripes of each account: its requests whose stripes meet wait for
+/// each other.
+const STRIPES: u64 = 64;
 
 /// How long a copy sleeps between tries of another process's lock.
 const RETRY: Duration = Duration::from_millis(2);
 
 /// The stripes of one process, and the folder of their lock files.
 pub(crate) struct SameRequests {
-    stripes: Vec<Arc<Mutex<()>>>,
+    /// By the name of their lock file; at most [`STRIPES`] an account.
+    stripes: std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>,
     folder: PathBuf,
 }
 
@@ -46,7 +55,7 @@ impl SameRequests {
         std::fs::create_dir_all(folder)
             .map_err(|e| ServeError::State(format!("cannot create {}: {e}", folder.display())))?;
         Ok(Self {
-            stripes: (0..STRIPES).map(|_| Arc::default()).collect(),
+            stripes: std::sync::Mutex::default(),
             folder: folder.to_path_buf(),
         })
     }
@@ -54,9 +63,16 @@ impl SameRequests {
     /// Waits until no other copy of `request` of `account` runs, here or
     /// in another process, and takes its turn.
     pub(crate) async fn take(&self, account: &str, request: &str) -> Result<SameRequest> {
-        let stripe = stripe(account, request);
-        let guard = self.stripes[stripe as usize].clone().lock_owned().await;
-        let path = self.folder.join(format!("{stripe}.lock"));
+        let name = stripe(account, request);
+        let mutex = self
+            .stripes
+            .lock()
+            .map_err(|_| ServeError::State("a request's lock failed".into()))?
+            .entry(name.clone())
+            .or_default()
+            .clone();
+        let guard = mutex.lock_owned().await;
+        let path = self.folder.join(format!("{name}.lock"));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -83,15 +99,18 @@ impl SameRequests {
     }
 }
 
-/// The stripe of `request` of `account`.
-fn stripe(account: &str, request: &str) -> u64 {
+/// The name of the stripe of `request` of `account`: the account's, and
+/// one of its [`STRIPES`].
+fn stripe(account: &str, request: &str) -> String {
+    let of_account = Sha256::digest(account.as_bytes());
     let digest = Sha256::new()
         .chain_update(account.as_bytes())
         .chain_update([0])
         .chain_update(request.as_bytes())
         .finalize();
     let first: [u8; 8] = digest[..8].try_into().expect("SHA-256 has 32 bytes");
-    u64::from_le_bytes(first) % STRIPES
+    let account = crate::analysts::hex(&of_account[..8]);
+    format!("{account}-{}", u64::from_le_bytes(first) % STRIPES)
 }
 
 #[cfg(test)]
@@ -108,8 +127,24 @@ mod tests {
             SameRequests::new(&folder).unwrap(),
         );
         let first = here.take("ann/adult", "a request").await.unwrap();
-        let other = there.take("ann/adult", "another request").await;
-        assert!(other.is_ok(), "another request runs at once");
+        let other = tokio::time::timeout(
+            Duration::from_millis(100),
+            there.take("ann/adult", "another request"),
+        );
+        let _other = other
+            .await
+            .expect("another request (on another stripe) runs at once");
+        // Another account's requests, enough to meet every stripe of one
+        // shared pool of 1,024 (with ann's two held, all pass by chance
+        // once in 3,000).
+        for i in 0..4096 {
+            let request = format!("request {i}");
+            let bobs = tokio::time::timeout(
+                Duration::from_millis(100),
+                there.take("bob/adult", &request),
+            );
+            assert!(bobs.await.is_ok(), "another analyst's request waited");
+        }
         let copy = tokio::time::timeout(
             Duration::from_millis(100),
             there.take("ann/adult", "a request"),

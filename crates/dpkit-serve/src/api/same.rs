@@ -16,8 +16,10 @@
 //! is the OS's, so a process's death lets it go, and two open files of one
 //! process exclude each other as two processes do. The run removes its file
 //! before it lets the lock go; a copy that got the lock of a removed file
-//! opens the file again. A process stopped (not dead) mid-run keeps its
-//! turn: copies of that request wait until it goes on.
+//! opens the file again. A process that dies leaves its file, which the
+//! next copy takes. A process stopped (not dead) mid-run keeps its turn:
+//! copies of that request wait until it goes on. Nothing else may delete
+//! these files while a server runs.
 
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};

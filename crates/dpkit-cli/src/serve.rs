@@ -108,16 +108,8 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             args.config.display()
         );
     }
-    let mut config = Config::load(&args.config)?;
-    if let Some(address) = args.address {
-        config.address = address;
-    }
-    if let Some(operations) = args.operations_address {
-        config.operations = Some(operations);
-    }
-    if config.operations == Some(config.address) && config.address.port() != 0 {
-        bail!("the operations address must differ from the analysts' address");
-    }
+    let config =
+        Config::load(&args.config)?.with_addresses(args.address, args.operations_address)?;
     match &args.command {
         Some(ServeCommand::Analyst { action }) => analyst(&config, action),
         Some(ServeCommand::Backup { file }) => {
@@ -220,13 +212,7 @@ fn demo_key_path(config: &Config) -> PathBuf {
 /// for the others' turn (`demo.lock`), and none runs beside a restore.
 fn demo_key(config: &Config) -> Result<String> {
     let _restore = dpkit_serve::server::share_state(config)?;
-    let turn = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(config.state_dir.join("demo.lock"))
-        .context("cannot open the demo's lock file")?;
-    turn.lock().context("cannot lock the demo's lock file")?;
+    let _turn = dpkit_serve::server::take_turn(config, "demo.lock")?;
     let path = demo_key_path(config);
     let analysts = Analysts::open(&config.state_path())?;
     if analysts.exists("demo")? {

@@ -168,6 +168,32 @@ impl Config {
         })
     }
 
+    /// This configuration with the analysts' address and the operators'
+    /// replaced where given (the command line's `--address` and
+    /// `--operations-address`), checked as the file's are.
+    ///
+    /// ```
+    /// # use dpkit_serve::config::Config;
+    /// let config = Config::from_toml(
+    ///     "address = '127.0.0.1:8640'\nstate_dir = 's'\n[[datasets]]\ndescription = 'a.toml'",
+    ///     ".".as_ref(),
+    /// )
+    /// .unwrap();
+    /// let at = "127.0.0.1:8641".parse().ok();
+    /// assert_eq!(config.clone().with_addresses(None, at).unwrap().operations, at);
+    /// assert!(config.with_addresses(at, at).is_err());
+    /// ```
+    pub fn with_addresses(
+        mut self,
+        address: Option<SocketAddr>,
+        operations: Option<SocketAddr>,
+    ) -> Result<Self> {
+        self.address = address.unwrap_or(self.address);
+        self.operations = operations.or(self.operations);
+        check_apart(self.address, self.operations)?;
+        Ok(self)
+    }
+
     /// The state database.
     pub fn state_path(&self) -> PathBuf {
         self.state_dir.join("state.sqlite")
@@ -227,12 +253,21 @@ fn operations_address(text: &str, analysts: SocketAddr) -> Result<SocketAddr> {
     let address: SocketAddr = text.parse().map_err(|_| {
         ServeError::Config(format!("[operations] address {text:?} is not host:port"))
     })?;
-    if address == analysts && address.port() != 0 {
+    check_apart(analysts, Some(address))?;
+    Ok(address)
+}
+
+/// The operators' address, if any, is not the analysts' one (both at port
+/// 0 each get a free port of their own).
+fn check_apart(analysts: SocketAddr, operations: Option<SocketAddr>) -> Result<()> {
+    if operations == Some(analysts) && analysts.port() != 0 {
         return Err(ServeError::Config(
-            "[operations] address must differ from the analysts' address".into(),
+            "the operations address ([operations] or --operations-address) must differ from \
+             the analysts' address"
+                .into(),
         ));
     }
-    Ok(address)
+    Ok(())
 }
 
 fn first_line(text: &str) -> String {

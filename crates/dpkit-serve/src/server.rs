@@ -180,16 +180,31 @@ fn hold(
     Ok(file)
 }
 
+/// Waits for the lock file `name` in the state directory of `config` and
+/// holds it alone until dropped: a turn at a one-time setup (the demo's
+/// analyst) that servers started together take one after another.
+pub fn take_turn(config: &Config, name: &str) -> Result<std::fs::File> {
+    let file = lock_file(config, name)?;
+    file.lock()
+        .map_err(|e| ServeError::State(format!("cannot lock {name}: {e}")))?;
+    Ok(file)
+}
+
 /// The lock file `name` in the state directory (made if need be).
 fn lock_file(config: &Config, name: &str) -> Result<std::fs::File> {
     std::fs::create_dir_all(&config.state_dir).map_err(|e| {
         ServeError::State(format!("cannot create {}: {e}", config.state_dir.display()))
     })?;
-    let path = config.state_dir.join(name);
+    open_lock_file(&config.state_dir.join(name))
+}
+
+/// The lock file at `path`, made if need be (never emptied: its contents
+/// are nothing, its lock everything).
+pub(crate) fn open_lock_file(path: &std::path::Path) -> Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
         .map_err(|e| ServeError::State(format!("cannot open {}: {e}", path.display())))
 }

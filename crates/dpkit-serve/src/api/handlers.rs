@@ -112,8 +112,9 @@ pub async fn query(
     let account = account(&analyst, &name);
     let canonical = request.canonical(&app.datasets[dataset].fingerprint);
     // One request text of one account runs at a time, in every process: a
-    // second copy waits, then finds the first one's answer.
-    let same = app.same_request(&account, &canonical).await?;
+    // second copy waits, then finds the first one's answer. The turn moves
+    // into the run, which keeps it even if the client leaves.
+    let same = app.same.take(&account, &canonical).await?;
     let run_app = app.clone();
     let ((once, state), waited) = app
         .run(&analyst.clone(), same, move || {

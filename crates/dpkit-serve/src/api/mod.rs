@@ -159,17 +159,6 @@ impl App {
         Ok(index)
     }
 
-    /// Takes the turn every copy of one request of one account takes, in
-    /// every process (see [`same`]). It is owned, so the run it guards
-    /// keeps it even if the client leaves.
-    async fn same_request(
-        &self,
-        account: &str,
-        request: &str,
-    ) -> Result<same::SameRequest, ApiError> {
-        Ok(self.same.take(account, request).await?)
-    }
-
     /// Runs `work` (planning, the engine, the ledger: all blocking) on a
     /// worker when it is `analyst`'s turn (see [`turns`]): at most
     /// `workers` runs at once, and `runs_per_analyst` of one analyst's.

@@ -68,12 +68,7 @@ impl SameRequests {
         let path = self.folder.join(format!("{}.lock", name(account, request)));
         let failed = |e: std::io::Error| ServeError::State(format!("{}: {e}", path.display()));
         loop {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .map_err(failed)?;
+            let file = crate::server::open_lock_file(&path)?;
             loop {
                 match file.try_lock() {
                     Ok(()) => break,

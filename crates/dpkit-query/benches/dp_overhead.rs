@@ -34,5 +34,5 @@ fn main() {
         "dpkit (plan check, ledger, clamped plan, noise)",
         private * 1e3
     );
-    println!("{:<44} {:>10.3}", "ratio (target ≤ 1.25)", private / plain);
+    println!("{:<44} {:>10.3}", "ratio (target ≤ 1.1)", private / plain);
 }

@@ -423,6 +423,9 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
             x = a(0),
             n = cut_length(list)?
         )),
+        // Not on SQLite: it computes the typed view's expression once for
+        // the length and again for the value, which cost more than the
+        // copy saves (instructions measured in docs/book/src/speed/databases.md).
         ("dpkit_cut_text", _) => Some(format!("SUBSTR({}, 1, {})", a(0), cut_length(list)?)),
         // Adding 0 turns −0 into 0 and leaves every other value as it is.
         ("dpkit_key", Flavour::Sqlite) => Some(format!("({} + 0.0)", a(0))),

@@ -338,6 +338,7 @@ impl PendingSteps {
         reach: f64,
     ) {
         self.sums.resize(steps.len(), 0.0);
+        let mut floors = [0.0f64; CHUNK];
         for (values, groups) in values.chunks(CHUNK).zip(groups.chunks(CHUNK)) {
             let limit = CHUNK_TOTAL / values.len() as f64 - 1.0;
             // `|` rather than `||`: no early exit, so the test vectorises.
@@ -361,7 +362,6 @@ impl PendingSteps {
             // another, so it vectorises), then the adds by group. In one
             // pass `perf` put this function at 0.20 of the hash table's
             // samples on the 10-million-row benchmark; in two, at 0.14.
-            let mut floors = [0.0f64; CHUNK];
             let floors = &mut floors[..values.len()];
             for (floor, &value) in floors.iter_mut().zip(values) {
                 *floor = floor_small(prepared(value) * inverse + 0.5);

@@ -43,7 +43,7 @@ pub use dpkit_description as description;
 pub use dpkit_description::Description;
 pub use dpkit_ledger::Ledger;
 pub use dpkit_release::{MechanismChoice, ReleaseSettings, ReleasedTable};
-pub use engine::{OnceAnswer, QueryEngine, RunLimits};
+pub use engine::{OnceAnswer, QueryEngine, RunLimits, spawn_planning_thread};
 pub use error::{QueryError, Result};
 
 /// Hooks for dpkit's tests and its auditors, not part of the API: each

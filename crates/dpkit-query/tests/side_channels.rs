@@ -336,6 +336,14 @@ fn deep_expressions_are_refused_without_overflowing_the_stack() {
         0,
         "refusals spend nothing"
     );
+    // A service's worker plans on its own stack, as deep.
+    let refused = dpkit_query::spawn_planning_thread("worker".into(), || {
+        let t = table("deep-worker", PEOPLE, "kind = \"row\"");
+        let nested = format!("{}age{}", "(".repeat(30_000), ")".repeat(30_000));
+        let sql = format!("SELECT COUNT(*) FROM t WHERE {nested} > 0");
+        t.engine.plan(&sql).is_err() && t.engine.plan("SELECT COUNT(*) FROM t").is_ok()
+    });
+    assert!(refused.unwrap().join().unwrap());
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod pool;
 mod same;
 mod turns;
 pub mod types;
+mod workers;
 
 pub use error::ApiError;
 
@@ -40,6 +41,8 @@ pub struct App {
     grants: Mutex<dpkit_query::Ledger>,
     rate: auth::RateLimiter,
     turns: Arc<turns::Turns>,
+    /// The threads that run requests, one per worker.
+    workers: workers::Workers,
     /// One run at a time of each request, in every process on the state.
     same: same::SameRequests,
     metrics: Metrics,
@@ -65,6 +68,7 @@ impl App {
             state_path: analysts.path().to_path_buf(),
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
             turns: turns::Turns::new(limits.workers, limits.runs_per_analyst()),
+            workers: workers::Workers::start(limits.workers)?,
             same: same::SameRequests::new(&requests_folder(analysts.path()))?,
             analysts: Mutex::new(analysts),
             limits,
@@ -160,7 +164,7 @@ impl App {
     }
 
     /// Runs `work` (planning, the engine, the ledger: all blocking) on a
-    /// worker when it is `analyst`'s turn (see [`turns`]): at most
+    /// worker thread ([`workers`]) when it is `analyst`'s turn (see [`turns`]): at most
     /// `workers` runs at once, and `runs_per_analyst` of one analyst's.
     /// The worker and `guard` move into the run: a client that leaves
     /// drops its request, never the run under way, which goes on holding
@@ -180,14 +184,16 @@ impl App {
             .ok_or_else(ApiError::internal)?;
         let waited = asked.elapsed().as_secs_f64();
         self.metrics.waited(waited);
-        let outcome = tokio::task::spawn_blocking(move || {
-            let outcome = work();
-            drop((slot, guard));
-            outcome
-        })
-        .await
-        .map_err(|_| ApiError::internal())?
-        .map_err(ApiError::from)?;
+        let outcome = self
+            .workers
+            .run(move || {
+                let outcome = work();
+                drop((slot, guard));
+                outcome
+            })
+            .await
+            .ok_or_else(ApiError::internal)?
+            .map_err(ApiError::from)?;
         Ok((outcome, waited))
     }
 }

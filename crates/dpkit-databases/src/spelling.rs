@@ -423,7 +423,8 @@ fn spelling(function: &ast::Function, flavour: Flavour) -> Option<String> {
             x = a(0),
             n = cut_length(list)?
         )),
-        // Not on SQLite: it computes the typed view's expression once for
+        // SQLite's cut is not written as Spark's (`octet_length` first): it
+        // computes the typed view's expression once for
         // the length and again for the value, which cost more than the
         // copy saves (instructions measured in docs/book/src/speed/databases.md).
         ("dpkit_cut_text", _) => Some(format!("SUBSTR({}, 1, {})", a(0), cut_length(list)?)),

@@ -181,6 +181,21 @@ mod tests {
     }
 
     #[test]
+    fn one_long_value_among_empty_ones_is_found_at_any_place() {
+        let limit = 8;
+        let count = 3 * RUN + 5;
+        for at in 0..count {
+            // Every run but the value's is skipped whole.
+            for (length, longer) in [(limit + 1, true), (limit, false)] {
+                let offsets: Vec<i32> = (0..=count)
+                    .map(|i| if i > at { length } else { 0 })
+                    .collect();
+                assert_eq!(any_longer(&offsets, limit), longer, "value {at}");
+            }
+        }
+    }
+
+    #[test]
     fn runs_agree_with_each_value_alone_on_mixed_lengths() {
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         for round in 0..200 {

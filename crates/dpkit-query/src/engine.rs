@@ -37,7 +37,7 @@ thread_local! {
 /// Starts a thread named `name` that runs `work` with a stack deep enough
 /// for planning: [`QueryEngine::plan`] called on it plans right there,
 /// where on any other thread it starts one of its own for each plan. For
-/// callers that plan often: `dpkit serve`'s workers answer 5 to 18% more
+/// callers that plan often: `dpkit serve`'s workers answer 1 to 18% more
 /// COUNT queries per second planning on their own threads (measured in
 /// `docs/book/src/speed/serve.md`).
 ///

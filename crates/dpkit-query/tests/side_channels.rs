@@ -336,14 +336,28 @@ fn deep_expressions_are_refused_without_overflowing_the_stack() {
         0,
         "refusals spend nothing"
     );
-    // A service's worker plans on its own stack, as deep.
-    let refused = dpkit_query::spawn_planning_thread("worker".into(), || {
+    // A service's worker plans on its own stack. The longest chain the
+    // size limit lets through reaches DataFusion's planner there, which
+    // recurses through each of its levels before the total rewrite refuses
+    // it by its depth; the parser refuses deep parentheses; a deeper query
+    // is refused by its size first.
+    let refusals = dpkit_query::spawn_planning_thread("worker".into(), || {
         let t = table("deep-worker", PEOPLE, "kind = \"row\"");
-        let nested = format!("{}age{}", "(".repeat(30_000), ")".repeat(30_000));
-        let sql = format!("SELECT COUNT(*) FROM t WHERE {nested} > 0");
-        t.engine.plan(&sql).is_err() && t.engine.plan("SELECT COUNT(*) FROM t").is_ok()
+        let refusal = |predicate: String| {
+            let sql = format!("SELECT COUNT(*) FROM t WHERE {predicate} > 0");
+            t.engine.plan(&sql).map(|_| ()).unwrap_err().to_string()
+        };
+        let nested = |depth| format!("{}age{}", "(".repeat(depth), ")".repeat(depth));
+        [
+            refusal(vec!["age"; 990].join(" + ")),
+            refusal(nested(490)),
+            refusal(nested(30_000)),
+        ]
     });
-    assert!(refused.unwrap().join().unwrap());
+    let [chain, nested, too_long] = refusals.unwrap().join().unwrap();
+    assert!(chain.contains("48 levels"), "{chain}");
+    assert!(nested.contains("RecursionLimitExceeded"), "{nested}");
+    assert!(too_long.contains("operators"), "{too_long}");
 }
 
 #[test]

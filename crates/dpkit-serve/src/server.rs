@@ -104,13 +104,16 @@ impl Server {
         // The engines own runtimes, which may only be dropped where
         // blocking is allowed.
         // A connection axum has not yet dropped may still hold the app, for
-        // a moment: the last holder drops it, so wait for the others.
+        // a moment: the last holder drops it, so wait for the others. Runs
+        // under way (even those whose client left) end before this returns.
+        let running = app.running();
         let _ = tokio::task::spawn_blocking(move || {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while Arc::strong_count(&app) > 1 && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            drop(app)
+            drop(app);
+            running.wait_for_none();
         })
         .await;
         served

@@ -93,6 +93,12 @@ impl App {
         Ok(reader.every_account()?)
     }
 
+    /// The count of runs under way, which outlives the app: the server
+    /// waits for it before it stops.
+    pub(crate) fn running(&self) -> Arc<workers::Running> {
+        self.workers.running()
+    }
+
     /// Marks the server as stopping: `/health` then answers 503.
     pub(crate) fn stop_serving(&self) {
         self.stopping
@@ -188,7 +194,10 @@ impl App {
             .workers
             .run(move || {
                 let outcome = work();
-                drop((slot, guard));
+                // The request's lock first: the turn is the last thing
+                // held, so the next run finds it free.
+                drop(guard);
+                drop(slot);
                 outcome
             })
             .await

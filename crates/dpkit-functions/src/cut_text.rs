@@ -62,9 +62,9 @@ const RUN: usize = 64;
 /// Offsets never decrease, so a run of values whose bytes together are
 /// within the limit holds no longer value: only the offsets at the ends
 /// of each run of [`RUN`] values are read, and a run that is longer in all
-/// is looked at value by value. Offsets never decrease, so no difference
-/// can overflow: `wrapping_sub` only drops the overflow check, whose
-/// branch (every build checks arithmetic) would keep the pass from being
+/// is looked at value by value. For the same reason no difference can
+/// overflow: `wrapping_sub` only drops the overflow check, whose branch
+/// (every build checks arithmetic) would keep the pass from being
 /// vectorised.
 fn any_longer(offsets: &[i32], limit: i32) -> bool {
     let last = offsets.len() - 1;

@@ -36,6 +36,7 @@ use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 
+use crate::cached::Cached;
 use crate::{InAccount, Ledger, LedgerError, Result, ledger_error, schema};
 
 /// The most writes one transaction commits; later ones wait for the next.
@@ -122,7 +123,7 @@ impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> GroupWrite for Pending<
 impl GroupCommit {
     /// Starts the writer of the ledger file at `path` (creating its tables).
     pub fn open(path: &Path) -> Result<Arc<Self>> {
-        let mut connection = Connection::open(path).map_err(|e| ledger_error(path, e))?;
+        let mut connection = crate::cached::open(path).map_err(|e| ledger_error(path, e))?;
         schema::create(&mut connection).map_err(|e| ledger_error(path, e))?;
         let (sender, receiver) = mpsc::channel();
         let folder = path.to_path_buf();
@@ -235,19 +236,19 @@ fn commit(
     // A group whose ROLLBACK failed may have left its transaction open:
     // end it, or no group would ever begin again.
     if !connection.is_autocommit() {
-        let _ = connection.execute_batch("ROLLBACK");
+        let _ = connection.run("ROLLBACK", []);
     }
     connection
-        .execute_batch("BEGIN IMMEDIATE")
+        .run("BEGIN IMMEDIATE", [])
         .map_err(|e| e.to_string())?;
     for write in group.iter_mut() {
         if let Err(reason) = one_write(connection, path, write.as_mut()) {
-            let _ = connection.execute_batch("ROLLBACK");
+            let _ = connection.run("ROLLBACK", []);
             return Err(reason);
         }
     }
-    if let Err(error) = connection.execute_batch("COMMIT") {
-        let _ = connection.execute_batch("ROLLBACK");
+    if let Err(error) = connection.run("COMMIT", []) {
+        let _ = connection.run("ROLLBACK", []);
         return Err(error.to_string());
     }
     Ok(())
@@ -259,7 +260,7 @@ fn one_write(
     path: &Path,
     write: &mut dyn GroupWrite,
 ) -> std::result::Result<(), String> {
-    let savepoint = |sql: &str| connection.execute_batch(sql).map_err(|e| e.to_string());
+    let savepoint = |sql: &str| connection.run(sql, []).map(drop).map_err(|e| e.to_string());
     savepoint("SAVEPOINT one_write")?;
     let account = write.account().to_string();
     let done = write.run(&InAccount {

@@ -11,11 +11,14 @@ use std::path::{Path, PathBuf};
 use dpkit_core::accounting::{ConcentratedLoss, Cost, Filter, PrivacyLoss};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use cached::Cached;
+
 pub use backup::{Backup, Restore};
 pub use error::{LedgerError, Result};
 pub use group::GroupCommit;
 
 mod backup;
+mod cached;
 mod error;
 pub mod group;
 mod replay;
@@ -380,7 +383,7 @@ impl Ledger {
         let ledger = Self::connect(path, "")?;
         ledger
             .connection
-            .execute(
+            .run(
                 "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, accounting, thresholds)
                  VALUES ('', ?1, ?2, 'combined', ?3)",
                 params![total_units, total_delta, Filter::THRESHOLDS_VERSION],
@@ -448,7 +451,7 @@ impl Ledger {
     pub fn set_total(&self, total_epsilon: f64, total_delta: f64) -> Result<()> {
         let total_units = check_totals(total_epsilon, total_delta)?;
         self.connection
-            .execute(
+            .run(
                 "INSERT INTO accounts (account, epsilon_units, delta, accounting, thresholds)
                  VALUES (?1, ?2, ?3, 'combined', ?4)
                  ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
@@ -516,7 +519,7 @@ impl Ledger {
     /// open connection, for callers that check grants often).
     pub fn has_other_account(&self, account: &str) -> Result<bool> {
         self.connection
-            .query_row(
+            .one(
                 "SELECT COUNT(*) > 0 FROM accounts WHERE account = ?1",
                 [account],
                 |row| row.get(0),
@@ -525,7 +528,7 @@ impl Ledger {
     }
 
     fn connect(path: &Path, account: &str) -> Result<Self> {
-        let mut connection = Connection::open(path).map_err(|e| ledger_error(path, e))?;
+        let mut connection = crate::cached::open(path).map_err(|e| ledger_error(path, e))?;
         schema::create(&mut connection).map_err(|e| ledger_error(path, e))?;
         Ok(Self {
             connection,
@@ -562,7 +565,7 @@ impl Ledger {
             return writer.write(&self.account, work);
         }
         self.connection
-            .execute_batch("BEGIN IMMEDIATE")
+            .run("BEGIN IMMEDIATE", [])
             .map_err(|e| self.error(e))?;
         let outcome = work(&InAccount {
             connection: &self.connection,
@@ -574,8 +577,8 @@ impl Ledger {
         } else {
             "ROLLBACK"
         };
-        if let Err(error) = self.connection.execute_batch(end) {
-            let _ = self.connection.execute_batch("ROLLBACK");
+        if let Err(error) = self.connection.run(end, []) {
+            let _ = self.connection.run("ROLLBACK", []);
             return Err(self.error(error));
         }
         outcome
@@ -646,7 +649,7 @@ impl InAccount<'_> {
             .concentrated
             .filter(|form| form.keys() == 0.0 || totals.thresholds > 0);
         self.connection
-            .execute(
+            .run(
                 "INSERT INTO spends
                      (account, query, epsilon_units, delta, status, rho, spread, tail, layout, keys)
                  VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8, ?9)",
@@ -668,7 +671,7 @@ impl InAccount<'_> {
         let formless = i64::from(form.is_none());
         let form = form.unwrap_or_default();
         self.connection
-            .execute(
+            .run(
                 "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
                      queries = queries + 1, spent_rho = spent_rho + ?4,
                      spent_spread = spent_spread + ?5, spent_tail = spent_tail + ?6,
@@ -695,7 +698,7 @@ impl InAccount<'_> {
     fn refund(&self, charge: Charge) -> Result<Option<String>> {
         let kept: Option<String> = self
             .connection
-            .query_row(
+            .one(
                 "SELECT answer FROM replays WHERE spend = ?1 AND answer IS NOT NULL",
                 [charge.0],
                 |row| row.get(0),
@@ -764,7 +767,7 @@ impl Totals {
 
 fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Totals> {
     let totals = connection
-        .query_row(
+        .one(
             "SELECT epsilon_units, delta, spent_units, spent_delta, queries,
                  accounting = 'combined', spent_rho, spent_spread, spent_tail, formless,
                  concentrated_terms, thresholds, spent_keys

@@ -31,6 +31,7 @@ use dpkit_core::accounting::Cost;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Charge, InAccount, Ledger, Once, to_units};
+use crate::cached::Cached;
 use crate::{LedgerError, Result};
 
 impl Ledger {
@@ -38,7 +39,7 @@ impl Ledger {
     pub fn replayed(&self, request: &str) -> Result<Option<String>> {
         let answer: Option<Option<String>> = self
             .connection
-            .query_row(
+            .one(
                 "SELECT answer FROM replays WHERE account = ?1 AND request = ?2",
                 params![self.account, request],
                 |row| row.get(0),
@@ -96,7 +97,7 @@ impl InAccount<'_> {
     fn charge_once(&self, units: i64, cost: Cost, query: &str, request: &str) -> Result<Once> {
         let earlier: Option<Earlier> = self
             .connection
-            .query_row(
+            .one(
                 "SELECT r.spend, r.answer, s.epsilon_units, s.delta, s.rho, s.spread, s.tail,
                      COALESCE(s.keys, 0.0)
                  FROM replays r JOIN spends s ON s.id = r.spend
@@ -133,7 +134,7 @@ impl InAccount<'_> {
         }
         let charge = self.charge(units, cost, query)?;
         self.connection
-            .execute(
+            .run(
                 "INSERT INTO replays (account, request, spend, answer) VALUES (?1, ?2, ?3, NULL)
                  ON CONFLICT (account, request) DO UPDATE SET spend = ?3, answer = NULL",
                 params![self.account, request, charge.0],
@@ -147,7 +148,7 @@ impl InAccount<'_> {
     fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<Kept>> {
         let kept = self
             .connection
-            .execute(
+            .run(
                 "UPDATE replays SET answer = ?2
                  WHERE account = ?1 AND spend = ?3 AND answer IS NULL",
                 params![self.account, answer, charge.0],
@@ -161,7 +162,7 @@ impl InAccount<'_> {
         // nothing, so its charge, if it still stands, is given back.
         let first = self
             .connection
-            .query_row(
+            .one(
                 "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
                 params![self.account, charge.0],
                 |row| row.get::<_, Option<String>>(0),

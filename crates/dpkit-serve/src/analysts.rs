@@ -221,12 +221,10 @@ impl Analysts {
 
     /// The analyst whose live key `key` is, if any.
     pub fn authenticate(&self, key: &str) -> Result<Option<String>> {
+        // Asked on every request: prepared once (see dpkit_ledger's cache).
         self.connection
-            .query_row(
-                "SELECT name FROM analysts WHERE key_hash = ?1 AND revoked IS NULL",
-                [hash(key)],
-                |row| row.get(0),
-            )
+            .prepare_cached("SELECT name FROM analysts WHERE key_hash = ?1 AND revoked IS NULL")
+            .and_then(|mut statement| statement.query_row([hash(key)], |row| row.get(0)))
             .optional()
             .map_err(state_error)
     }

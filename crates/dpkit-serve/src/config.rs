@@ -84,7 +84,7 @@ impl Default for Limits {
         Self {
             max_body_bytes: 64 * 1024,
             max_sql_bytes: 16 * 1024,
-            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get().min(MAX_WORKERS)),
             max_runs_per_analyst: None,
             query_timeout_seconds: 30.0,
             query_memory_megabytes: 512,
@@ -217,6 +217,12 @@ impl Limits {
     }
 }
 
+/// The most workers a server starts. Each is a thread that reserves a
+/// planning stack of 256 MiB of address space at start-up (see
+/// `dpkit_query::spawn_planning_thread`): 256 of them reserve 64 GiB, which
+/// a 64-bit host maps without using it; more would only wait on the cores.
+const MAX_WORKERS: usize = 256;
+
 fn check_limits(limits: &Limits) -> Result<()> {
     let positive = limits.max_body_bytes > 0
         && limits.max_sql_bytes > 0
@@ -231,6 +237,11 @@ fn check_limits(limits: &Limits) -> Result<()> {
         return Err(ServeError::Config(
             "every [limits] value must be finite and > 0".into(),
         ));
+    }
+    if limits.workers > MAX_WORKERS {
+        return Err(ServeError::Config(format!(
+            "workers must be from 1 to {MAX_WORKERS}"
+        )));
     }
     if limits
         .max_runs_per_analyst
@@ -288,6 +299,7 @@ mod tests {
             "state_dir = 's'\ndatasets = []",
             "state_dir = 's'\naddress = 'nowhere'\n[[datasets]]\ndescription = 'a.toml'",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 0",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 257",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 2\nmax_runs_per_analyst = 3",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nmax_runs_per_analyst = 0",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nrequests_per_second = -1.0",

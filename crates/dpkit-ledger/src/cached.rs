@@ -4,9 +4,10 @@
 //! benchmark that was 8% of the time of a COUNT request, more than the
 //! statements' own work. Each connection keeps the statements it ran in
 //! rusqlite's cache, keyed by their text, and runs them again from there.
-//! A statement is reset when it goes back to the cache, so none keeps a
-//! transaction open, and SQLite prepares it anew by itself if the schema
-//! changed under it.
+//! A statement is reset when its run ends (rusqlite resets it after
+//! `execute`, and when a query's rows are dropped), before it goes back to
+//! the cache, so none keeps a read open; SQLite prepares it anew by itself
+//! if the schema changed under it.
 
 use std::path::Path;
 

@@ -220,7 +220,9 @@ impl Limits {
 /// The most workers a server starts. Each is a thread that reserves a
 /// planning stack of 256 MiB of address space at start-up (see
 /// `dpkit_query::spawn_planning_thread`): 256 of them reserve 64 GiB, which
-/// a 64-bit host maps without using it; more would only wait on the cores.
+/// Linux maps without using it under its default overcommit; a host with
+/// strict overcommit or an address-space limit needs `workers` set lower.
+/// More would only wait on the cores.
 const MAX_WORKERS: usize = 256;
 
 fn check_limits(limits: &Limits) -> Result<()> {

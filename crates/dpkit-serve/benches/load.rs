@@ -5,7 +5,7 @@
 //! (charged and run every time, its plan kept). Prints queries per second, p50 and p99 latency, and where
 //! one query's time goes, measured stage by stage in the same process.
 //!
-//! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N]`
+//! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N] [analysts=N]`
 //! (default 5 s per row). `benches/against.sh COMMIT` runs it on this
 //! build and on COMMIT's, alternating, and prints both side by side.
 
@@ -49,10 +49,11 @@ fn request(kind: &str, i: usize) -> String {
     serde_json::json!({"dataset": "adult", "sql": sql(kind, i), "epsilon": epsilon}).to_string()
 }
 
-/// `clients` threads for `seconds`: (answered, latencies in ms).
+/// `clients` threads for `seconds`, client `c` with key `c % keys.len()`:
+/// (answered, latencies in ms).
 fn run(
     server: &TestServer,
-    key: &str,
+    keys: &[String],
     kind: &'static str,
     clients: usize,
     seconds: f64,
@@ -60,8 +61,9 @@ fn run(
 ) -> (usize, Vec<f64>) {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let threads: Vec<_> = (0..clients)
-        .map(|_| {
-            let (key, next, address) = (key.to_string(), next.clone(), server.address);
+        .map(|client| {
+            let key = keys[client % keys.len()].clone();
+            let (next, address) = (next.clone(), server.address);
             std::thread::spawn(move || {
                 let mut connection = http::Connection::new(address);
                 let mut latencies = Vec::new();
@@ -201,8 +203,18 @@ fn main() {
             "{n}, all open to one analyst"
         ))
     );
+    // `-- analysts=N`: the clients take turns over N analysts' keys (one
+    // by default), as an organisation's analysts share one server.
+    let analysts = std::env::args()
+        .skip(1)
+        .find_map(|a| a.strip_prefix("analysts=")?.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    println!("analysts: {analysts}, the clients spread over them in turn");
     let server = TestServer::start("load", &[adult_description()], &limits);
-    let key = server.analyst("bench", &["adult"], 1000.0, 0.0);
+    let keys: Vec<String> = (0..analysts)
+        .map(|i| server.analyst(&format!("bench{i}"), &["adult"], 1000.0, 0.0))
+        .collect();
     let next = Arc::new(AtomicUsize::new(0));
     println!(
         "{:<8} {:>8} {:>10} {:>9} {:>9}",
@@ -217,7 +229,7 @@ fn main() {
         .filter(|k| only.as_deref().is_none_or(|o| k.starts_with(o)));
     for kind in kinds {
         for clients in [1, 8, 64] {
-            let (answered, latencies) = run(&server, &key, kind, clients, seconds, &next);
+            let (answered, latencies) = run(&server, &keys, kind, clients, seconds, &next);
             println!(
                 "{kind:<8} {clients:>8} {:>10.0} {:>9.2} {:>9.2}",
                 answered as f64 / seconds,

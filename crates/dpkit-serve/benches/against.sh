@@ -2,14 +2,16 @@
 # The load benchmark on this work tree's build and on COMMIT's, in one run:
 # the same benchmark source (this tree's) is built against both, the
 # binaries run one after the other ROUNDS times, and each row's median over
-# the rounds is printed side by side with the ratio, then every run's row.
+# the rounds is printed side by side with each build's ratio to COMMIT's,
+# then every run's row.
 #
 #   bash crates/dpkit-serve/benches/against.sh [--release] COMMIT [SECONDS] [ROUNDS] [ARGS…]
 #
 # Both are built in the dev profile, as the README's commands build.
 # --release adds a third build, this tree's in the release profile (as
 # `cargo install` builds; about 30 minutes from nothing on 2 cores), run in
-# the same rounds. ARGS go to the benchmark (COUNT, GROUP, workers=N).
+# the same rounds. ARGS go to the benchmark (COUNT, GROUP, workers=N,
+# analysts=N).
 # Uses CARGO_TARGET_DIR.
 set -euo pipefail
 release=false
@@ -45,7 +47,6 @@ echo "building $base and this tree…" >&2
 build "$work/base" before dev
 builds="before after"
 if $release; then
-    # Built first, so that the dev build's sources are touched last.
     build "$root" release bench
     builds="$builds release"
 fi
@@ -53,11 +54,14 @@ build "$root" after dev
 
 for round in $(seq "$rounds"); do
     for build in $builds; do
-        (cd "$root/crates/dpkit-serve" && "$work/$build" "$seconds" "$@" 2>/dev/null) |
-            grep -E '^(COUNT|GROUP BY|COUNT again) +[0-9]' | sed "s/^/$build /" >> "$work/rows"
+        (cd "$root/crates/dpkit-serve" && "$work/$build" "$seconds" "$@" 2>/dev/null) > "$work/run"
+        # The benchmark's first line names the machine: kept once.
+        [ -f "$work/machine" ] || head -1 "$work/run" > "$work/machine"
+        grep -E '^(COUNT|GROUP BY|COUNT again) +[0-9]' "$work/run" | sed "s/^/$build /" >> "$work/rows"
     done
 done
 
+cat "$work/machine"
 python3 - "$work/rows" "$base" $builds <<'EOF_PY'
 import statistics, sys, collections
 rows = collections.defaultdict(list)

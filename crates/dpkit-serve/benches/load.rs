@@ -6,8 +6,10 @@
 //! one query's time goes, measured stage by stage in the same process.
 //!
 //! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N] [analysts=N]`
-//! (default 5 s per row). `benches/against.sh COMMIT` runs it on this
-//! build and on COMMIT's, alternating, and prints both side by side.
+//! (default 5 s per row). `benches/against.sh [--release] COMMIT` runs it
+//! on this build and on COMMIT's (and this tree's release build), one after
+//! the other in each round, and prints their medians side by side and
+//! every run's row.
 
 #[allow(dead_code)]
 #[path = "../tests/support/fixture.rs"]

@@ -9,8 +9,8 @@
 #
 # Both are built in the dev profile, as the README's commands build.
 # --release adds a third build, this tree's in the release profile (as
-# `cargo install` builds; about 30 minutes from nothing on 2 cores), run in
-# the same rounds. ARGS go to the benchmark (COUNT, GROUP, workers=N,
+# `cargo install` builds; a long build from nothing, see
+# docs/book/src/speed/build.md), run in the same rounds. ARGS go to the benchmark (COUNT, GROUP, workers=N,
 # analysts=N).
 # Uses CARGO_TARGET_DIR.
 set -euo pipefail

@@ -172,6 +172,13 @@ fn stages(folder: &std::path::Path, kind: &str) {
     );
 }
 
+/// The number given as `-- NAME=N` on the command line, if any.
+fn setting(name: &str) -> Option<usize> {
+    std::env::args()
+        .skip(1)
+        .find_map(|a| a.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+}
+
 fn main() {
     let seconds: f64 = std::env::args()
         .skip(1)
@@ -192,9 +199,7 @@ fn main() {
     // `-- workers=N`: N workers, all of them open to the one analyst
     // (by default a server has one per core, and one analyst may take all
     // but one of them).
-    let workers = std::env::args()
-        .skip(1)
-        .find_map(|a| a.strip_prefix("workers=")?.parse::<usize>().ok());
+    let workers = setting("workers");
     let mut limits = "requests_per_second = 1000000\nburst = 1000000".to_string();
     if let Some(n) = workers {
         limits.push_str(&format!("\nworkers = {n}\nmax_runs_per_analyst = {n}"));
@@ -207,11 +212,7 @@ fn main() {
     );
     // `-- analysts=N`: the clients take turns over N analysts' keys (one
     // by default), as an organisation's analysts share one server.
-    let analysts = std::env::args()
-        .skip(1)
-        .find_map(|a| a.strip_prefix("analysts=")?.parse::<usize>().ok())
-        .unwrap_or(1)
-        .max(1);
+    let analysts = setting("analysts").unwrap_or(1).max(1);
     println!("analysts: {analysts}, the clients spread over them in turn");
     let server = TestServer::start("load", &[adult_description()], &limits);
     let keys: Vec<String> = (0..analysts)

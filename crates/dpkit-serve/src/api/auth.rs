@@ -28,13 +28,17 @@ impl FromRequestParts<Arc<App>> for Analyst {
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim)
             .filter(|key| !key.is_empty() && key.len() <= 256)
-            .ok_or_else(ApiError::unauthorized)?;
+            .ok_or_else(ApiError::unauthorized)?
+            .to_string();
         let name = app
-            .analysts
-            .lock()
-            .map_err(|_| ApiError::internal())?
-            .authenticate(key)
-            .map_err(|_| ApiError::internal())?
+            .off_executor(move |app| {
+                app.analysts
+                    .lock()
+                    .map_err(|_| ApiError::internal())?
+                    .authenticate(&key)
+                    .map_err(|_| ApiError::internal())
+            })
+            .await?
             .ok_or_else(ApiError::unauthorized)?;
         app.rate.admit(&name)?;
         Ok(Self(name))

@@ -26,7 +26,9 @@ pub async fn datasets(
     State(app): State<Arc<App>>,
     Analyst(analyst): Analyst,
 ) -> Result<Json<DatasetsResponse>, ApiError> {
-    let granted = app.granted_to(&analyst)?;
+    let granted = app
+        .off_executor(move |app| app.granted_to(&analyst))
+        .await?;
     Ok(Json(DatasetsResponse {
         datasets: granted
             .into_iter()
@@ -45,11 +47,16 @@ pub async fn budget(
     State(app): State<Arc<App>>,
     Analyst(analyst): Analyst,
 ) -> Result<Json<BudgetResponse>, ApiError> {
-    let mut budgets = Vec::new();
-    for i in app.granted_to(&analyst)? {
-        let state = app.ledger(&analyst, i)?.state()?;
-        budgets.push(Budget::of(app.datasets[i].name(), &state));
-    }
+    let budgets = app
+        .off_executor(move |app| {
+            let mut budgets = Vec::new();
+            for i in app.granted_to(&analyst)? {
+                let state = app.ledger(&analyst, i)?.state()?;
+                budgets.push(Budget::of(app.datasets[i].name(), &state));
+            }
+            Ok(budgets)
+        })
+        .await?;
     Ok(Json(BudgetResponse { budgets }))
 }
 
@@ -67,7 +74,7 @@ pub async fn explain(
     Analyst(analyst): Analyst,
     JsonBody(request): JsonBody<QueryRequest>,
 ) -> Result<Json<ExplainResponse>, ApiError> {
-    let dataset = app.granted(&analyst, &request)?;
+    let (dataset, request) = app.granted_off_executor(&analyst, request).await?;
     let run_app = app.clone();
     let ((explained, state), waited) = app
         .run(&analyst.clone(), (), move || {
@@ -107,7 +114,7 @@ pub async fn query(
     Analyst(analyst): Analyst,
     JsonBody(request): JsonBody<QueryRequest>,
 ) -> Result<Json<QueryResponse>, ApiError> {
-    let dataset = app.granted(&analyst, &request)?;
+    let (dataset, request) = app.granted_off_executor(&analyst, request).await?;
     let name = app.datasets[dataset].name().to_string();
     let account = account(&analyst, &name);
     let canonical = request.canonical(&app.datasets[dataset].fingerprint);

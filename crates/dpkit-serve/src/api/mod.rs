@@ -122,6 +122,21 @@ impl App {
         Some(text)
     }
 
+    /// Runs `work` on tokio's threads for blocking calls. Every read of the
+    /// state a request makes before its run (the key check, its grants, its
+    /// budgets) goes there, never on the threads that serve connections:
+    /// a slow disk, or a state database over the network, then holds up
+    /// only the requests that wait for it.
+    async fn off_executor<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&App) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let app = self.clone();
+        tokio::task::spawn_blocking(move || work(&app))
+            .await
+            .map_err(|_| ApiError::internal())?
+    }
+
     /// `analyst`'s ledger on dataset `index`, from the pool.
     fn ledger(&self, analyst: &str, index: usize) -> Result<pool::Pooled, dpkit_query::QueryError> {
         self.ledgers
@@ -137,12 +152,9 @@ impl App {
     /// The indices of the datasets granted to `analyst`.
     fn granted_to(&self, analyst: &str) -> Result<Vec<usize>, ApiError> {
         let mut granted = Vec::new();
-        for (i, dataset) in self.datasets.iter().enumerate() {
-            if dpkit_ledger::Ledger::has_account(
-                &self.state_path,
-                &account(analyst, dataset.name()),
-            )? {
-                granted.push(i);
+        for index in 0..self.datasets.len() {
+            if self.is_granted(analyst, index)? {
+                granted.push(index);
             }
         }
         Ok(granted)
@@ -167,6 +179,17 @@ impl App {
             )));
         }
         Ok(index)
+    }
+
+    /// [`App::granted`], off the executor; `request` is handed back.
+    async fn granted_off_executor(
+        self: &Arc<Self>,
+        analyst: &str,
+        request: types::QueryRequest,
+    ) -> Result<(usize, types::QueryRequest), ApiError> {
+        let analyst = analyst.to_string();
+        self.off_executor(move |app| Ok((app.granted(&analyst, &request)?, request)))
+            .await
     }
 
     /// Runs `work` (planning, the engine, the ledger: all blocking) on a

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, Params, Row};
+use rusqlite::Connection;
 
 /// Room for every statement a ledger's connection runs again (about 20):
 /// the cache forgets the least recently used, so one too few would let
@@ -25,52 +25,37 @@ pub(crate) fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(connection)
 }
 
-/// Runs statements from the connection's cache of prepared statements.
-pub(crate) trait Cached {
-    /// Runs `sql` with `params`; the count of rows it changed.
-    fn run<P: Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
-
-    /// The first row of `sql` with `params`, read by `read`.
-    fn one<T, P: Params>(
-        &self,
-        sql: &str,
-        params: P,
-        read: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T>;
-}
-
-impl Cached for Connection {
-    fn run<P: Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.prepare_cached(sql)?.execute(params)
-    }
-
-    fn one<T, P: Params>(
-        &self,
-        sql: &str,
-        params: P,
-        read: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
-        self.prepare_cached(sql)?.query_row(params, read)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::{Sql, values};
+
+    /// The first row's first column of `sql` (a statement from the cache).
+    fn one(connection: &Connection, sql: &str) -> i64 {
+        let row = Sql::first(connection, sql, &[]).unwrap().unwrap();
+        row.integer(0).unwrap()
+    }
 
     #[test]
     fn a_cached_statement_runs_again_and_sees_a_changed_schema() {
         let connection = Connection::open_in_memory().unwrap();
-        connection.run("CREATE TABLE t (x INTEGER)", []).unwrap();
-        for x in 1..=3 {
-            assert_eq!(connection.run("INSERT INTO t VALUES (?1)", [x]).unwrap(), 1);
+        connection.run("CREATE TABLE t (x INTEGER)", &[]).unwrap();
+        for x in 1i64..=3 {
+            assert_eq!(
+                connection
+                    .run("INSERT INTO t VALUES (?1)", values![x])
+                    .unwrap(),
+                1
+            );
         }
-        let sum = |c: &Connection| c.one("SELECT SUM(x) FROM t", [], |r| r.get::<_, i64>(0));
-        assert_eq!(sum(&connection).unwrap(), 6);
-        connection.run("DROP TABLE t", []).unwrap();
-        connection.run("CREATE TABLE t (x INTEGER)", []).unwrap();
-        connection.run("INSERT INTO t VALUES (?1)", [10]).unwrap();
-        assert_eq!(sum(&connection).unwrap(), 10);
+        let sum = |c: &Connection| one(c, "SELECT SUM(x) FROM t");
+        assert_eq!(sum(&connection), 6);
+        connection.run("DROP TABLE t", &[]).unwrap();
+        connection.run("CREATE TABLE t (x INTEGER)", &[]).unwrap();
+        connection
+            .run("INSERT INTO t VALUES (?1)", values![10i64])
+            .unwrap();
+        assert_eq!(sum(&connection), 10);
     }
 
     /// A row read from a statement of two leaves it part-way; back in
@@ -84,14 +69,11 @@ mod tests {
             Connection::open(&path).unwrap(),
             Connection::open(&path).unwrap(),
         );
-        writer.run("CREATE TABLE t (x INTEGER)", []).unwrap();
-        writer.run("INSERT INTO t VALUES (1), (2)", []).unwrap();
-        reader
-            .one("SELECT x FROM t", [], |r| r.get::<_, i64>(0))
-            .unwrap();
-        writer.run("INSERT INTO t VALUES (3)", []).unwrap();
-        let count = reader.one("SELECT COUNT(*) FROM t", [], |r| r.get::<_, i64>(0));
-        assert_eq!(count.unwrap(), 3);
+        writer.run("CREATE TABLE t (x INTEGER)", &[]).unwrap();
+        writer.run("INSERT INTO t VALUES (1), (2)", &[]).unwrap();
+        one(&reader, "SELECT x FROM t");
+        writer.run("INSERT INTO t VALUES (3)", &[]).unwrap();
+        assert_eq!(one(&reader, "SELECT COUNT(*) FROM t"), 3);
         std::fs::remove_file(&path).unwrap();
     }
 }

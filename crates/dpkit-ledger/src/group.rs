@@ -34,9 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
-use rusqlite::Connection;
-
-use crate::cached::Cached;
+use crate::sql::Sql;
 use crate::{InAccount, Ledger, LedgerError, Result, ledger_error, schema};
 
 /// The most writes one transaction commits; later ones wait for the next.
@@ -201,7 +199,7 @@ impl Drop for GroupCommit {
 /// The writer's loop: waits for a write, takes every write queued behind
 /// it (up to [`MOST_IN_A_GROUP`]), commits them as one group, replies.
 fn write_groups(
-    connection: &Connection,
+    connection: &dyn Sql,
     path: &Path,
     queue: &mpsc::Receiver<Box<dyn GroupWrite>>,
     counts: &Counts,
@@ -229,26 +227,24 @@ fn write_groups(
 /// Runs `group` in one IMMEDIATE transaction, each write inside its own
 /// savepoint, and commits it.
 fn commit(
-    connection: &Connection,
+    connection: &dyn Sql,
     path: &Path,
     group: &mut [Box<dyn GroupWrite>],
 ) -> std::result::Result<(), String> {
     // A group whose ROLLBACK failed may have left its transaction open:
     // end it, or no group would ever begin again.
-    if !connection.is_autocommit() {
-        let _ = connection.run("ROLLBACK", []);
+    if connection.in_transaction() {
+        let _ = connection.rollback();
     }
-    connection
-        .run("BEGIN IMMEDIATE", [])
-        .map_err(|e| e.to_string())?;
+    connection.begin_write().map_err(|e| e.to_string())?;
     for write in group.iter_mut() {
         if let Err(reason) = one_write(connection, path, write.as_mut()) {
-            let _ = connection.run("ROLLBACK", []);
+            let _ = connection.rollback();
             return Err(reason);
         }
     }
-    if let Err(error) = connection.run("COMMIT", []) {
-        let _ = connection.run("ROLLBACK", []);
+    if let Err(error) = connection.commit() {
+        let _ = connection.rollback();
         return Err(error.to_string());
     }
     Ok(())
@@ -256,15 +252,20 @@ fn commit(
 
 /// One write in its savepoint: kept if it succeeded, else undone.
 fn one_write(
-    connection: &Connection,
+    connection: &dyn Sql,
     path: &Path,
     write: &mut dyn GroupWrite,
 ) -> std::result::Result<(), String> {
-    let savepoint = |sql: &str| connection.run(sql, []).map(drop).map_err(|e| e.to_string());
+    let savepoint = |sql: &str| {
+        connection
+            .run(sql, &[])
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
     savepoint("SAVEPOINT one_write")?;
     let account = write.account().to_string();
     let done = write.run(&InAccount {
-        connection,
+        sql: connection,
         account: &account,
         path,
     });
@@ -279,6 +280,7 @@ mod tests {
     use super::*;
     use crate::Once;
     use crate::tests::{pure, temporary};
+    use rusqlite::Connection;
     use std::time::{Duration, Instant};
 
     /// Waits until `done`, for at most ten seconds.

@@ -9,9 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use dpkit_core::accounting::{ConcentratedLoss, Cost, Filter, PrivacyLoss};
-use rusqlite::{Connection, OptionalExtension, params};
-
-use cached::Cached;
+use sql::{Row, Sql, SqlError, values};
 
 pub use backup::{Backup, Restore};
 pub use error::{LedgerError, Result};
@@ -23,6 +21,7 @@ mod error;
 pub mod group;
 mod replay;
 mod schema;
+mod sql;
 
 /// The largest ε a ledger counts, as a total budget or as one query's cost.
 ///
@@ -297,7 +296,8 @@ impl BudgetState {
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub struct Ledger {
-    connection: Connection,
+    /// The store's connection, read and written in the common dialect.
+    sql: Box<dyn Sql>,
     path: PathBuf,
     account: String,
     /// The process's writer of this file, if charges are committed in
@@ -308,7 +308,7 @@ pub struct Ledger {
 /// One account's writes, on a connection inside a transaction that the
 /// caller opened and commits: a [`Ledger`]'s own, or a [`GroupCommit`]'s.
 pub(crate) struct InAccount<'a> {
-    connection: &'a Connection,
+    sql: &'a dyn Sql,
     account: &'a str,
     path: &'a Path,
 }
@@ -382,11 +382,12 @@ impl Ledger {
         let total_units = check_totals(total_epsilon, total_delta)?;
         let ledger = Self::connect(path, "")?;
         ledger
-            .connection
+            .sql
             .run(
-                "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta, accounting, thresholds)
-                 VALUES ('', ?1, ?2, 'combined', ?3)",
-                params![total_units, total_delta, Filter::THRESHOLDS_VERSION],
+                "INSERT INTO accounts (account, epsilon_units, delta, accounting, thresholds)
+                 VALUES ('', ?1, ?2, 'combined', ?3)
+                 ON CONFLICT (account) DO NOTHING",
+                values![total_units, total_delta, Filter::THRESHOLDS_VERSION],
             )
             .map_err(|e| ledger.error(e))?;
         Ok(ledger)
@@ -450,13 +451,13 @@ impl Ledger {
     /// does: raised or lowered, what was spent stays spent.
     pub fn set_total(&self, total_epsilon: f64, total_delta: f64) -> Result<()> {
         let total_units = check_totals(total_epsilon, total_delta)?;
-        self.connection
+        self.sql
             .run(
                 "INSERT INTO accounts (account, epsilon_units, delta, accounting, thresholds)
                  VALUES (?1, ?2, ?3, 'combined', ?4)
                  ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
-                params![
-                    self.account,
+                values![
+                    self.account.as_str(),
                     total_units,
                     total_delta,
                     Filter::THRESHOLDS_VERSION
@@ -501,15 +502,14 @@ impl Ledger {
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
     pub fn every_account(&self) -> Result<Vec<(String, BudgetState)>> {
-        let names: Vec<String> = self
-            .connection
-            .prepare("SELECT account FROM accounts ORDER BY account")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        let rows = self
+            .sql
+            .rows("SELECT account FROM accounts ORDER BY account", &[])
             .map_err(|e| self.error(e))?;
-        names
-            .into_iter()
-            .map(|name| {
-                let state = read_state(&self.connection, &name).map_err(|e| self.error(e))?;
+        rows.iter()
+            .map(|row| {
+                let name = row.text(0).map_err(|e| self.error(e))?;
+                let state = read_state(&*self.sql, &name).map_err(|e| self.error(e))?;
                 Ok((name, state))
             })
             .collect()
@@ -518,12 +518,14 @@ impl Ledger {
     /// Whether `account` has a budget in this ledger's file (a read on the
     /// open connection, for callers that check grants often).
     pub fn has_other_account(&self, account: &str) -> Result<bool> {
-        self.connection
-            .one(
+        let row = self
+            .sql
+            .first(
                 "SELECT COUNT(*) > 0 FROM accounts WHERE account = ?1",
-                [account],
-                |row| row.get(0),
+                values![account],
             )
+            .map_err(|e| self.error(e))?;
+        row.map_or(Ok(false), |row| row.flag(0))
             .map_err(|e| self.error(e))
     }
 
@@ -531,14 +533,14 @@ impl Ledger {
         let mut connection = crate::cached::open(path).map_err(|e| ledger_error(path, e))?;
         schema::create(&mut connection).map_err(|e| ledger_error(path, e))?;
         Ok(Self {
-            connection,
+            sql: Box::new(connection),
             path: path.to_path_buf(),
             account: account.to_string(),
             writer: None,
         })
     }
 
-    fn error(&self, error: rusqlite::Error) -> LedgerError {
+    fn error(&self, error: SqlError) -> LedgerError {
         ledger_error(&self.path, error)
     }
 
@@ -549,7 +551,7 @@ impl Ledger {
 
     /// Spent and remaining budget.
     pub fn state(&self) -> Result<BudgetState> {
-        read_state(&self.connection, &self.account).map_err(|e| self.error(e))
+        read_state(&*self.sql, &self.account).map_err(|e| self.error(e))
     }
 
     /// Runs `work` in an IMMEDIATE transaction: the reads and writes in it
@@ -564,21 +566,19 @@ impl Ledger {
         if let Some(writer) = &self.writer {
             return writer.write(&self.account, work);
         }
-        self.connection
-            .run("BEGIN IMMEDIATE", [])
-            .map_err(|e| self.error(e))?;
+        self.sql.begin_write().map_err(|e| self.error(e))?;
         let outcome = work(&InAccount {
-            connection: &self.connection,
+            sql: &*self.sql,
             account: &self.account,
             path: &self.path,
         });
         let end = if outcome.is_ok() {
-            "COMMIT"
+            self.sql.commit()
         } else {
-            "ROLLBACK"
+            self.sql.rollback()
         };
-        if let Err(error) = self.connection.run(end, []) {
-            let _ = self.connection.run("ROLLBACK", []);
+        if let Err(error) = end {
+            let _ = self.sql.rollback();
             return Err(self.error(error));
         }
         outcome
@@ -606,7 +606,7 @@ impl Ledger {
         let Ok(units) = to_units("the query's", cost.loss.epsilon()) else {
             return Ok(0);
         };
-        let totals = read_totals(&self.connection, &self.account).map_err(|e| self.error(e))?;
+        let totals = read_totals(&*self.sql, &self.account).map_err(|e| self.error(e))?;
         let Some(filter) = totals.filter() else {
             return Ok(0);
         };
@@ -634,26 +634,28 @@ impl Ledger {
 }
 
 impl InAccount<'_> {
-    fn error(&self, error: rusqlite::Error) -> LedgerError {
+    fn error(&self, error: SqlError) -> LedgerError {
         ledger_error(self.path, error)
     }
 
     /// Records a charge of `cost` (`units` of ε) if the account's filter
     /// admits it, else refuses and writes nothing.
     fn charge(&self, units: i64, cost: Cost, query: &str) -> Result<Charge> {
-        let totals = read_totals(self.connection, self.account).map_err(|e| self.error(e))?;
+        let totals = read_totals(self.sql, self.account).map_err(|e| self.error(e))?;
         check_fits(&totals, units, cost)?;
         // An accountant that keeps no δ for thresholds cannot count one:
         // the charge closes it, as a charge without a concentrated form does.
         let form = cost
             .concentrated
             .filter(|form| form.keys() == 0.0 || totals.thresholds > 0);
-        self.connection
-            .run(
+        let inserted = self
+            .sql
+            .first(
                 "INSERT INTO spends
                      (account, query, epsilon_units, delta, status, rho, spread, tail, layout, keys)
-                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8, ?9)",
-                params![
+                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8, ?9)
+                 RETURNING id",
+                values![
                     self.account,
                     query,
                     units,
@@ -666,11 +668,14 @@ impl InAccount<'_> {
                 ],
             )
             .map_err(|e| self.error(e))?;
-        let charge = Charge(self.connection.last_insert_rowid());
+        let id = inserted.map_or(Err(SqlError("no charge was recorded".into())), |row| {
+            row.integer(0)
+        });
+        let charge = Charge(id.map_err(|e| self.error(e))?);
         // check_fits refuses a charge whose ε sum would overflow.
         let formless = i64::from(form.is_none());
         let form = form.unwrap_or_default();
-        self.connection
+        self.sql
             .run(
                 "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
                      queries = queries + 1, spent_rho = spent_rho + ?4,
@@ -678,7 +683,7 @@ impl InAccount<'_> {
                      formless = formless + ?7, concentrated_terms = concentrated_terms + 1,
                      spent_keys = spent_keys + ?8
                  WHERE account = ?1",
-                params![
+                values![
                     self.account,
                     units,
                     cost.loss.delta(),
@@ -696,30 +701,31 @@ impl InAccount<'_> {
     /// Gives back `charge` and forgets the request it paid for, unless an
     /// answer is kept under it (see [`Ledger::refund`]).
     fn refund(&self, charge: Charge) -> Result<Option<String>> {
-        let kept: Option<String> = self
-            .connection
-            .one(
+        let kept = self
+            .sql
+            .first(
                 "SELECT answer FROM replays WHERE spend = ?1 AND answer IS NOT NULL",
-                [charge.0],
-                |row| row.get(0),
+                values![charge.0],
             )
-            .optional()
+            .and_then(|row| row.map(|row| row.text(0)).transpose())
             .map_err(|e| self.error(e))?;
         if kept.is_some() {
             return Ok(kept);
         }
-        self.connection
-            .execute_batch(&format!(
-                "UPDATE accounts SET
-                     spent_units = spent_units - (SELECT epsilon_units FROM spends WHERE id = {id}),
-                     spent_delta = spent_delta - (SELECT delta FROM spends WHERE id = {id}),
-                     queries = queries - 1
-                 WHERE account = (SELECT account FROM spends WHERE id = {id} AND status = 'charged');
-                 UPDATE spends SET status = 'refunded' WHERE id = {id};
-                 DELETE FROM replays WHERE spend = {id};",
-                id = charge.0
-            ))
-            .map_err(|e| self.error(e))?;
+        // Each statement in turn, inside the caller's transaction.
+        for statement in [
+            "UPDATE accounts SET
+                 spent_units = spent_units - (SELECT epsilon_units FROM spends WHERE id = ?1),
+                 spent_delta = spent_delta - (SELECT delta FROM spends WHERE id = ?1),
+                 queries = queries - 1
+             WHERE account = (SELECT account FROM spends WHERE id = ?1 AND status = 'charged')",
+            "UPDATE spends SET status = 'refunded' WHERE id = ?1",
+            "DELETE FROM replays WHERE spend = ?1",
+        ] {
+            self.sql
+                .run(statement, values![charge.0])
+                .map_err(|e| self.error(e))?;
+        }
         Ok(None)
     }
 }
@@ -765,59 +771,64 @@ impl Totals {
     }
 }
 
-fn read_totals(connection: &Connection, account: &str) -> rusqlite::Result<Totals> {
-    let totals = connection
-        .one(
-            "SELECT epsilon_units, delta, spent_units, spent_delta, queries,
-                 accounting = 'combined', spent_rho, spent_spread, spent_tail, formless,
-                 concentrated_terms, thresholds, spent_keys
-             FROM accounts WHERE account = ?1",
-            [account],
-            |row| {
-                let formless: i64 = row.get(9)?;
-                let terms: i64 = row.get(10)?;
-                let parts: (f64, f64, f64) = (row.get(6)?, row.get(7)?, row.get(8)?);
-                let keys: f64 = row.get(12)?;
-                // Sums in doubles, bounded for their rounding; a damaged
-                // value closes the accountant (plain sums still count).
-                let concentrated = (formless == 0)
-                    .then(|| {
-                        ConcentratedLoss::from_parts(parts.0, parts.1, parts.2)
-                            .and_then(|sum| match keys {
-                                0.0 => Ok(sum),
-                                keys => sum.with_keys(keys),
-                            })
-                            .ok()
-                    })
-                    .flatten()
-                    .map(|sum| sum.at_most(u64::try_from(terms).unwrap_or(u64::MAX)));
-                Ok(Totals {
-                    total_units: row.get(0)?,
-                    total_delta: row.get(1)?,
-                    spent_units: row.get(2)?,
-                    spent_delta: row.get(3)?,
-                    queries: row.get(4)?,
-                    combined: row.get(5)?,
-                    thresholds: row.get(11)?,
-                    concentrated,
-                })
-            },
-        )
-        .optional()?;
-    Ok(totals.unwrap_or(Totals {
-        total_units: 0,
-        total_delta: 0.0,
-        spent_units: 0,
-        spent_delta: 0.0,
-        queries: 0,
-        combined: false,
-        thresholds: 0,
-        concentrated: None,
-    }))
+fn read_totals(sql: &dyn Sql, account: &str) -> std::result::Result<Totals, SqlError> {
+    let row = sql.first(
+        "SELECT epsilon_units, delta, spent_units, spent_delta, queries,
+             accounting = 'combined', spent_rho, spent_spread, spent_tail, formless,
+             concentrated_terms, thresholds, spent_keys
+         FROM accounts WHERE account = ?1",
+        values![account],
+    )?;
+    let Some(row) = row else {
+        return Ok(Totals {
+            total_units: 0,
+            total_delta: 0.0,
+            spent_units: 0,
+            spent_delta: 0.0,
+            queries: 0,
+            combined: false,
+            thresholds: 0,
+            concentrated: None,
+        });
+    };
+    totals_of(&row)
 }
 
-fn read_state(connection: &Connection, account: &str) -> rusqlite::Result<BudgetState> {
-    let totals = read_totals(connection, account)?;
+/// An account's row, as [`read_totals`] selects it.
+fn totals_of(row: &Row) -> std::result::Result<Totals, SqlError> {
+    let formless = row.integer(9)?;
+    let terms = row.integer(10)?;
+    let parts = (row.real(6)?, row.real(7)?, row.real(8)?);
+    let keys = row.real(12)?;
+    // Sums in doubles, bounded for their rounding; a damaged
+    // value closes the accountant (plain sums still count).
+    let concentrated = (formless == 0)
+        .then(|| {
+            ConcentratedLoss::from_parts(parts.0, parts.1, parts.2)
+                .and_then(|sum| match keys {
+                    0.0 => Ok(sum),
+                    keys => sum.with_keys(keys),
+                })
+                .ok()
+        })
+        .flatten()
+        .map(|sum| sum.at_most(u64::try_from(terms).unwrap_or(u64::MAX)));
+    let thresholds = u32::try_from(row.integer(11)?)
+        .map_err(|_| SqlError("an account's thresholds are out of range".into()))?;
+    Ok(Totals {
+        total_units: row.integer(0)?,
+        total_delta: row.real(1)?,
+        spent_units: row.integer(2)?,
+        spent_delta: row.real(3)?,
+        queries: row.integer(4)?,
+        combined: row.flag(5)?,
+        thresholds,
+        concentrated,
+    })
+}
+
+fn read_state(sql: &dyn Sql, account: &str) -> std::result::Result<BudgetState, SqlError> {
+    let totals = read_totals(sql, account)?;
     let filter = totals.filter();
     let concentrated = filter.and_then(|filter| {
         let spent = totals.concentrated?;
@@ -898,7 +909,7 @@ fn sums_fit(totals: &Totals, units: i64, cost: PrivacyLoss, total_delta: f64) ->
     Ok(())
 }
 
-fn ledger_error(path: &Path, error: rusqlite::Error) -> LedgerError {
+fn ledger_error(path: &Path, error: impl std::fmt::Display) -> LedgerError {
     LedgerError::Storage {
         path: path.display().to_string(),
         reason: error.to_string(),
@@ -908,6 +919,15 @@ fn ledger_error(path: &Path, error: rusqlite::Error) -> LedgerError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::Connection;
+
+    impl Ledger {
+        /// A connection of the test's own to this ledger's file, for
+        /// statements no ledger runs.
+        fn raw(&self) -> Connection {
+            Connection::open(&self.path).unwrap()
+        }
+    }
 
     /// A fresh ledger file path for one test.
     pub(super) fn temporary(name: &str) -> PathBuf {
@@ -1001,7 +1021,7 @@ mod tests {
         let state = ledger.state().unwrap();
         assert_eq!((state.spent_epsilon, state.queries), (4.0, 1));
         let rows: i64 = ledger
-            .connection
+            .raw()
             .query_row("SELECT COUNT(*) FROM spends", [], |row| row.get(0))
             .unwrap();
         assert_eq!(rows, 1, "no row for a refused charge");
@@ -1013,7 +1033,7 @@ mod tests {
         let path = temporary("damaged");
         let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
         ledger
-            .connection
+            .raw()
             .execute_batch(
                 "UPDATE accounts SET epsilon_units = -9223372036854775807,
                      spent_units = 9223372036854775807;",
@@ -1110,7 +1130,7 @@ mod tests {
             }
         }
         let (units, delta, count): (i64, f64, i64) = ledger
-            .connection
+            .raw()
             .query_row(
                 "SELECT SUM(epsilon_units), SUM(delta), COUNT(*) FROM spends WHERE status = 'charged'",
                 [],
@@ -1306,7 +1326,7 @@ mod tests {
         Ledger::grant(&path, "newer", 1.0, 1e-6).unwrap();
         let newer = Ledger::open_account(&path, "newer").unwrap();
         newer
-            .connection
+            .raw()
             .execute(
                 "UPDATE accounts SET thresholds = 2 WHERE account = 'newer'",
                 [],
@@ -1334,14 +1354,14 @@ mod tests {
         let path = temporary("layout");
         let ledger = Ledger::open(&path, 1000.0, 1e-6).unwrap();
         // What a dpkit from before the concentrated accountant would write.
-        let older = ledger.connection.execute(
+        let older = ledger.raw().execute(
             "INSERT INTO spends (account, query, epsilon_units, delta, status)
              VALUES ('', 'q', 1, 0.0, 'charged')",
             [],
         );
         assert!(older.unwrap_err().to_string().contains("newer dpkit"));
         // What a dpkit of layout 2 would write: no threshold's δ.
-        let layout_two = ledger.connection.execute(
+        let layout_two = ledger.raw().execute(
             "INSERT INTO spends (account, query, epsilon_units, delta, status, rho, spread, tail, layout)
              VALUES ('', 'q', 1, 0.0, 'charged', 0.1, 0.0, 0.0, 2)",
             [],
@@ -1349,7 +1369,7 @@ mod tests {
         assert!(layout_two.unwrap_err().to_string().contains("newer dpkit"));
         // A sum of ε the ledger cannot hold is refused in one line.
         ledger
-            .connection
+            .raw()
             .execute("UPDATE accounts SET spent_units = 9223372036854775000", [])
             .unwrap();
         let refusal = ledger.charge(pure(0.1), "q").unwrap_err().to_string();

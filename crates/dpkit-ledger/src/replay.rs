@@ -28,25 +28,22 @@
 //! the budget for any caller that does not.
 
 use dpkit_core::accounting::Cost;
-use rusqlite::{OptionalExtension, params};
 
 use super::{Charge, InAccount, Ledger, Once, to_units};
-use crate::cached::Cached;
+use crate::sql::{Row, SqlResult, values};
 use crate::{LedgerError, Result};
 
 impl Ledger {
     /// The answer kept for `request`, if it was answered before.
     pub fn replayed(&self, request: &str) -> Result<Option<String>> {
-        let answer: Option<Option<String>> = self
-            .connection
-            .one(
+        self.sql
+            .first(
                 "SELECT answer FROM replays WHERE account = ?1 AND request = ?2",
-                params![self.account, request],
-                |row| row.get(0),
+                values![&self.account, request],
             )
-            .optional()
-            .map_err(|e| self.error(e))?;
-        Ok(answer.flatten())
+            .and_then(|row| row.map(|row| row.optional_text(0)).transpose())
+            .map(Option::flatten)
+            .map_err(|e| self.error(e))
     }
 
     /// Charges `cost` for `request` unless it was charged before, in one
@@ -95,32 +92,16 @@ impl Ledger {
 impl InAccount<'_> {
     /// [`Ledger::charge_once`] inside the caller's transaction.
     fn charge_once(&self, units: i64, cost: Cost, query: &str, request: &str) -> Result<Once> {
-        let earlier: Option<Earlier> = self
-            .connection
-            .one(
+        let earlier = self
+            .sql
+            .first(
                 "SELECT r.spend, r.answer, s.epsilon_units, s.delta, s.rho, s.spread, s.tail,
                      COALESCE(s.keys, 0.0)
                  FROM replays r JOIN spends s ON s.id = r.spend
                  WHERE r.account = ?1 AND r.request = ?2 AND s.status = 'charged'",
-                params![self.account, request],
-                |row| {
-                    let form: (Option<f64>, Option<f64>, Option<f64>, f64) =
-                        (row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?);
-                    Ok(Earlier {
-                        spend: row.get(0)?,
-                        answer: row.get(1)?,
-                        units: row.get(2)?,
-                        delta: row.get(3)?,
-                        form: match form {
-                            (Some(rho), Some(spread), Some(tail), keys) => {
-                                Some((rho, spread, tail, keys))
-                            }
-                            _ => None,
-                        },
-                    })
-                },
+                values![self.account, request],
             )
-            .optional()
+            .and_then(|row| row.as_ref().map(Earlier::of).transpose())
             .map_err(|e| self.error(e))?;
         match earlier {
             Some(Earlier {
@@ -133,11 +114,11 @@ impl InAccount<'_> {
             _ => {}
         }
         let charge = self.charge(units, cost, query)?;
-        self.connection
+        self.sql
             .run(
                 "INSERT INTO replays (account, request, spend, answer) VALUES (?1, ?2, ?3, NULL)
                  ON CONFLICT (account, request) DO UPDATE SET spend = ?3, answer = NULL",
-                params![self.account, request, charge.0],
+                values![self.account, request, charge.0],
             )
             .map_err(|e| self.error(e))?;
         Ok(Once::Charged(charge))
@@ -147,11 +128,11 @@ impl InAccount<'_> {
     /// another run took this one's place and its charge was given back.
     fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<Kept>> {
         let kept = self
-            .connection
+            .sql
             .run(
                 "UPDATE replays SET answer = ?2
                  WHERE account = ?1 AND spend = ?3 AND answer IS NULL",
-                params![self.account, answer, charge.0],
+                values![self.account, answer, charge.0],
             )
             .map_err(|e| self.error(e))?;
         if kept == 1 {
@@ -161,13 +142,12 @@ impl InAccount<'_> {
         // charged anew (its cost changed). Either way this run releases
         // nothing, so its charge, if it still stands, is given back.
         let first = self
-            .connection
-            .one(
+            .sql
+            .first(
                 "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
-                params![self.account, charge.0],
-                |row| row.get::<_, Option<String>>(0),
+                values![self.account, charge.0],
             )
-            .optional()
+            .and_then(|row| row.map(|row| row.optional_text(0)).transpose())
             .map_err(|e| self.error(e))?
             .flatten();
         match first {
@@ -215,6 +195,28 @@ impl Earlier {
             }
         };
         self.units == units && self.delta == cost.loss.delta() && form
+    }
+}
+
+impl Earlier {
+    /// The row [`InAccount::charge_once`] selects.
+    fn of(row: &Row) -> SqlResult<Self> {
+        let form = (
+            row.optional_real(4)?,
+            row.optional_real(5)?,
+            row.optional_real(6)?,
+            row.real(7)?,
+        );
+        Ok(Self {
+            spend: row.integer(0)?,
+            answer: row.optional_text(1)?,
+            units: row.integer(2)?,
+            delta: row.real(3)?,
+            form: match form {
+                (Some(rho), Some(spread), Some(tail), keys) => Some((rho, spread, tail, keys)),
+                _ => None,
+            },
+        })
     }
 }
 

@@ -29,13 +29,13 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use crate::sql::Sql;
-use crate::{InAccount, Ledger, LedgerError, Result, ledger_error, schema};
+use crate::{InAccount, Ledger, LedgerError, Result, Store, store_error};
 
 /// The most writes one transaction commits; later ones wait for the next.
 const MOST_IN_A_GROUP: usize = 256;
@@ -45,7 +45,7 @@ const MOST_IN_A_GROUP: usize = 256;
 /// charges, refunds and kept answers; their reads stay on their own
 /// connections.
 pub struct GroupCommit {
-    path: PathBuf,
+    store: Store,
     queue: Mutex<Option<mpsc::Sender<Box<dyn GroupWrite>>>>,
     thread: Option<JoinHandle<()>>,
     counts: Arc<Counts>,
@@ -72,7 +72,7 @@ trait GroupWrite: Send {
     /// Runs the write; whether it succeeded (a failed one is rolled back).
     fn run(&mut self, at: &InAccount) -> bool;
     /// Sends the outcome: the write's own, or the commit's failure.
-    fn reply(self: Box<Self>, committed: std::result::Result<(), String>, path: &Path);
+    fn reply(self: Box<Self>, committed: std::result::Result<(), String>, store: &Store);
 }
 
 struct Pending<T, F> {
@@ -93,7 +93,7 @@ impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> GroupWrite for Pending<
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(at))).unwrap_or_else(
                 |_| {
                     Err(LedgerError::Storage {
-                        path: at.path.display().to_string(),
+                        path: at.store.to_string(),
                         reason: "a write failed".into(),
                     })
                 },
@@ -104,9 +104,9 @@ impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> GroupWrite for Pending<
         done
     }
 
-    fn reply(self: Box<Self>, committed: std::result::Result<(), String>, path: &Path) {
+    fn reply(self: Box<Self>, committed: std::result::Result<(), String>, store: &Store) {
         let storage = |reason: String| LedgerError::Storage {
-            path: path.display().to_string(),
+            path: store.to_string(),
             reason,
         };
         let outcome = match (committed, self.outcome) {
@@ -121,21 +121,22 @@ impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> GroupWrite for Pending<
 impl GroupCommit {
     /// Starts the writer of the ledger file at `path` (creating its tables).
     pub fn open(path: &Path) -> Result<Arc<Self>> {
-        let mut connection = crate::cached::open(path).map_err(|e| ledger_error(path, e))?;
-        schema::create(&mut connection).map_err(|e| ledger_error(path, e))?;
+        Self::open_in(&Store::file(path))
+    }
+
+    /// Starts this process's writer of `store` (creating its tables).
+    pub fn open_in(store: &Store) -> Result<Arc<Self>> {
+        let connection = store.connect()?;
         let (sender, receiver) = mpsc::channel();
-        let folder = path.to_path_buf();
+        let written = store.clone();
         let counts = Arc::new(Counts::default());
         let counted = counts.clone();
         let thread = std::thread::Builder::new()
             .name("dpkit-ledger-writer".into())
-            .spawn(move || write_groups(&connection, &folder, &receiver, &counted))
-            .map_err(|e| LedgerError::Storage {
-                path: path.display().to_string(),
-                reason: format!("cannot start the writer: {e}"),
-            })?;
+            .spawn(move || write_groups(&*connection, &written, &receiver, &counted))
+            .map_err(|e| store_error(store, format!("cannot start the writer: {e}")))?;
         Ok(Arc::new(Self {
-            path: path.to_path_buf(),
+            store: store.clone(),
             queue: Mutex::new(Some(sender)),
             thread: Some(thread),
             counts,
@@ -150,7 +151,7 @@ impl GroupCommit {
     /// Opens `account`, which must have been granted (as
     /// [`Ledger::open_account`]), with its writes sent to this writer.
     pub fn open_account(self: &Arc<Self>, account: &str) -> Result<Ledger> {
-        let mut ledger = Ledger::open_account(&self.path, account)?;
+        let mut ledger = Ledger::open_account_in(&self.store, account)?;
         ledger.writer = Some(self.clone());
         Ok(ledger)
     }
@@ -163,7 +164,7 @@ impl GroupCommit {
         work: impl FnOnce(&InAccount) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let stopped = || LedgerError::Storage {
-            path: self.path.display().to_string(),
+            path: self.store.to_string(),
             reason: "the ledger's writer has stopped".into(),
         };
         let (reply, outcome) = mpsc::sync_channel(1);
@@ -200,7 +201,7 @@ impl Drop for GroupCommit {
 /// it (up to [`MOST_IN_A_GROUP`]), commits them as one group, replies.
 fn write_groups(
     connection: &dyn Sql,
-    path: &Path,
+    store: &Store,
     queue: &mpsc::Receiver<Box<dyn GroupWrite>>,
     counts: &Counts,
 ) {
@@ -213,13 +214,13 @@ fn write_groups(
             }
         }
         counts.taken.fetch_add(group.len() as u64, Ordering::SeqCst);
-        let committed = commit(connection, path, &mut group);
+        let committed = commit(connection, store, &mut group);
         counts.groups.fetch_add(1, Ordering::SeqCst);
         counts
             .written
             .fetch_add(group.len() as u64, Ordering::SeqCst);
         for write in group {
-            write.reply(committed.clone(), path);
+            write.reply(committed.clone(), store);
         }
     }
 }
@@ -228,7 +229,7 @@ fn write_groups(
 /// savepoint, and commits it.
 fn commit(
     connection: &dyn Sql,
-    path: &Path,
+    store: &Store,
     group: &mut [Box<dyn GroupWrite>],
 ) -> std::result::Result<(), String> {
     // A group whose ROLLBACK failed may have left its transaction open:
@@ -238,7 +239,7 @@ fn commit(
     }
     connection.begin_write().map_err(|e| e.to_string())?;
     for write in group.iter_mut() {
-        if let Err(reason) = one_write(connection, path, write.as_mut()) {
+        if let Err(reason) = one_write(connection, store, write.as_mut()) {
             let _ = connection.rollback();
             return Err(reason);
         }
@@ -253,7 +254,7 @@ fn commit(
 /// One write in its savepoint: kept if it succeeded, else undone.
 fn one_write(
     connection: &dyn Sql,
-    path: &Path,
+    store: &Store,
     write: &mut dyn GroupWrite,
 ) -> std::result::Result<(), String> {
     let savepoint = |sql: &str| {
@@ -267,7 +268,7 @@ fn one_write(
     let done = write.run(&InAccount {
         sql: connection,
         account: &account,
-        path,
+        store,
     });
     if !done {
         savepoint("ROLLBACK TO one_write")?;
@@ -302,7 +303,7 @@ mod tests {
                 "BEGIN; INSERT INTO accounts (account, epsilon_units, delta) VALUES ('left', 1, 0.0);",
             )
             .unwrap();
-        assert_eq!(commit(&connection, &path, &mut []), Ok(()));
+        assert_eq!(commit(&connection, &Store::file(&path), &mut []), Ok(()));
         let left: i64 = connection
             .query_row(
                 "SELECT COUNT(*) FROM accounts WHERE account = 'left'",

@@ -1,7 +1,9 @@
-//! The budget ledger: a SQLite file of accounts (one per dataset and
-//! analyst). A query's cost is committed to disk before any answer is
-//! computed, and refunded if the query then fails for a reason outside the
-//! data. An answer kept for replay is committed before it is released.
+//! The budget ledger: accounts (one per dataset and analyst) in a SQLite
+//! file or, with the `postgres` feature, a PostgreSQL database that
+//! processes on several machines share (see [`Store`]). A query's cost is
+//! committed to disk before any answer is computed, and refunded if the
+//! query then fails for a reason outside the data. An answer kept for
+//! replay is committed before it is released.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -11,17 +13,27 @@ use std::path::{Path, PathBuf};
 use dpkit_core::accounting::{ConcentratedLoss, Cost, Filter, PrivacyLoss};
 use sql::{Row, Sql, SqlError, values};
 
+pub use analysts::{AnalystRow, Analysts};
 pub use backup::{Backup, Restore};
 pub use error::{LedgerError, Result};
 pub use group::GroupCommit;
+pub use store::Store;
 
+mod analysts;
 mod backup;
 mod cached;
 mod error;
 pub mod group;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod replay;
 mod schema;
 mod sql;
+mod store;
+/// The tests' PostgreSQL servers: dpkit-query's test helper, shared.
+#[cfg(all(test, feature = "postgres"))]
+#[path = "../../dpkit-query/tests/support/postgres.rs"]
+mod test_server;
 
 /// The largest ε a ledger counts, as a total budget or as one query's cost.
 ///
@@ -298,7 +310,7 @@ impl BudgetState {
 pub struct Ledger {
     /// The store's connection, read and written in the common dialect.
     sql: Box<dyn Sql>,
-    path: PathBuf,
+    store: Store,
     account: String,
     /// The process's writer of this file, if charges are committed in
     /// groups (see [`GroupCommit`]); else each write commits on `connection`.
@@ -310,7 +322,7 @@ pub struct Ledger {
 pub(crate) struct InAccount<'a> {
     sql: &'a dyn Sql,
     account: &'a str,
-    path: &'a Path,
+    store: &'a Store,
 }
 
 /// The receipt of a committed charge, used to refund it or keep its answer.
@@ -380,7 +392,7 @@ impl Ledger {
     /// δ outside `[0, 1)`, is refused before the file is touched.
     pub fn open(path: &Path, total_epsilon: f64, total_delta: f64) -> Result<Self> {
         let total_units = check_totals(total_epsilon, total_delta)?;
-        let ledger = Self::connect(path, "")?;
+        let ledger = Self::connect(&Store::file(path), "")?;
         ledger
             .sql
             .run(
@@ -433,7 +445,12 @@ impl Ledger {
     /// Opens `account` in the ledger at `path`; it must have been granted
     /// (see [`Ledger::grant`]), else [`LedgerError::Budget`].
     pub fn open_account(path: &Path, account: &str) -> Result<Self> {
-        let ledger = Self::connect(path, account)?;
+        Self::open_account_in(&Store::file(path), account)
+    }
+
+    /// Opens `account` in `store`, as [`Ledger::open_account`] does in a file.
+    pub fn open_account_in(store: &Store, account: &str) -> Result<Self> {
+        let ledger = Self::connect(store, account)?;
         if !ledger.has_other_account(account)? {
             return Err(LedgerError::Budget("no budget has been granted".into()));
         }
@@ -443,8 +460,18 @@ impl Ledger {
     /// Grants `account` a total budget, or sets the total of an account
     /// that has one (raised or lowered: what was spent stays spent).
     pub fn grant(path: &Path, account: &str, total_epsilon: f64, total_delta: f64) -> Result<()> {
+        Self::grant_in(&Store::file(path), account, total_epsilon, total_delta)
+    }
+
+    /// Grants `account` in `store`, as [`Ledger::grant`] does in a file.
+    pub fn grant_in(
+        store: &Store,
+        account: &str,
+        total_epsilon: f64,
+        total_delta: f64,
+    ) -> Result<()> {
         check_totals(total_epsilon, total_delta)?;
-        Self::connect(path, account)?.set_total(total_epsilon, total_delta)
+        Self::connect(store, account)?.set_total(total_epsilon, total_delta)
     }
 
     /// Sets the total budget of this ledger's account, as [`Ledger::grant`]
@@ -469,13 +496,13 @@ impl Ledger {
 
     /// Whether `account` has a budget in the ledger at `path`.
     pub fn has_account(path: &Path, account: &str) -> Result<bool> {
-        Self::connect(path, account)?.has_other_account(account)
+        Self::connect(&Store::file(path), account)?.has_other_account(account)
     }
 
     /// The budget of `account` in the ledger at `path`, if it has been
     /// granted one.
     pub fn account_state(path: &Path, account: &str) -> Result<Option<BudgetState>> {
-        let ledger = Self::connect(path, account)?;
+        let ledger = Self::connect(&Store::file(path), account)?;
         if !ledger.has_other_account(account)? {
             return Ok(None);
         }
@@ -485,7 +512,13 @@ impl Ledger {
     /// Opens the ledger at `path` (creating its tables) without choosing an
     /// account: for [`Ledger::has_other_account`]; it can charge nothing.
     pub fn reader(path: &Path) -> Result<Self> {
-        Self::connect(path, "\u{0}no account")
+        Self::reader_in(&Store::file(path))
+    }
+
+    /// Opens `store` without choosing an account, as [`Ledger::reader`]
+    /// does a file.
+    pub fn reader_in(store: &Store) -> Result<Self> {
+        Self::connect(store, "\u{0}no account")
     }
 
     /// Every account in this ledger's file with its budget, by name (a
@@ -529,19 +562,17 @@ impl Ledger {
             .map_err(|e| self.error(e))
     }
 
-    fn connect(path: &Path, account: &str) -> Result<Self> {
-        let mut connection = crate::cached::open(path).map_err(|e| ledger_error(path, e))?;
-        schema::create(&mut connection).map_err(|e| ledger_error(path, e))?;
+    fn connect(store: &Store, account: &str) -> Result<Self> {
         Ok(Self {
-            sql: Box::new(connection),
-            path: path.to_path_buf(),
+            sql: store.connect()?,
+            store: store.clone(),
             account: account.to_string(),
             writer: None,
         })
     }
 
     fn error(&self, error: SqlError) -> LedgerError {
-        ledger_error(&self.path, error)
+        store_error(&self.store, error)
     }
 
     /// The account this ledger charges.
@@ -566,11 +597,15 @@ impl Ledger {
         if let Some(writer) = &self.writer {
             return writer.write(&self.account, work);
         }
+        // A transaction a panic left open is undone, never committed.
+        if self.sql.in_transaction() {
+            let _ = self.sql.rollback();
+        }
         self.sql.begin_write().map_err(|e| self.error(e))?;
         let outcome = work(&InAccount {
             sql: &*self.sql,
             account: &self.account,
-            path: &self.path,
+            store: &self.store,
         });
         let end = if outcome.is_ok() {
             self.sql.commit()
@@ -635,7 +670,7 @@ impl Ledger {
 
 impl InAccount<'_> {
     fn error(&self, error: SqlError) -> LedgerError {
-        ledger_error(self.path, error)
+        store_error(self.store, error)
     }
 
     /// Records a charge of `cost` (`units` of ε) if the account's filter
@@ -909,6 +944,13 @@ fn sums_fit(totals: &Totals, units: i64, cost: PrivacyLoss, total_delta: f64) ->
     Ok(())
 }
 
+fn store_error(store: &Store, error: impl std::fmt::Display) -> LedgerError {
+    LedgerError::Storage {
+        path: store.to_string(),
+        reason: error.to_string(),
+    }
+}
+
 fn ledger_error(path: &Path, error: impl std::fmt::Display) -> LedgerError {
     LedgerError::Storage {
         path: path.display().to_string(),
@@ -925,7 +967,8 @@ mod tests {
         /// A connection of the test's own to this ledger's file, for
         /// statements no ledger runs.
         fn raw(&self) -> Connection {
-            Connection::open(&self.path).unwrap()
+            // A test's ledger is a file, shown as its path.
+            Connection::open(self.store.to_string()).unwrap()
         }
     }
 

@@ -181,6 +181,10 @@ pub(crate) trait Sql: Send {
     /// Whether a transaction is open on this connection.
     fn in_transaction(&self) -> bool;
 
+    /// An expression for the time now, in UTC, as ISO 8601 text to the
+    /// second (`2026-11-29T04:30:00Z`): the dialects name it differently.
+    fn now(&self) -> &'static str;
+
     /// The first row of `sql` with `params`, if it returned any.
     fn first(&self, sql: &str, params: &[Value]) -> SqlResult<Option<Row>> {
         Ok(self.rows(sql, params)?.into_iter().next())
@@ -253,6 +257,10 @@ impl Sql for Connection {
 
     fn in_transaction(&self) -> bool {
         !self.is_autocommit()
+    }
+
+    fn now(&self) -> &'static str {
+        "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
     }
 }
 

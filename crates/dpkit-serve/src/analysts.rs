@@ -22,35 +22,22 @@
 use std::path::{Path, PathBuf};
 
 use dpkit_core::rng::SecureRng;
-use dpkit_ledger::Ledger;
+use dpkit_ledger::{Ledger, Store};
 use rand_core::Rng;
-use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Result, ServeError};
 
+pub use dpkit_ledger::AnalystRow;
+
 /// The prefix of every key, so a leaked one is easy to recognise.
 pub const KEY_PREFIX: &str = "dpk_";
 
-/// The analysts table of a state database.
+/// The analysts of a state database (kept by `dpkit_ledger::Analysts`),
+/// with their keys made and checked here.
 pub struct Analysts {
-    connection: Connection,
+    table: dpkit_ledger::Analysts,
     path: PathBuf,
-}
-
-/// One analyst, as `analyst list` shows them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnalystRow {
-    /// The name.
-    pub name: String,
-    /// When the key was made.
-    pub created: String,
-    /// When the key was revoked, if it was.
-    pub revoked: Option<String>,
-}
-
-fn state_error(error: rusqlite::Error) -> ServeError {
-    ServeError::State(error.to_string())
 }
 
 /// Names are what accounts are made of: letters, digits, '-' and '_'.
@@ -110,21 +97,8 @@ impl Analysts {
                 ServeError::State(format!("cannot create {}: {e}", folder.display()))
             })?;
         }
-        // The ledger's tables first, so the file is one database from the start.
-        Ledger::reader(path)?;
-        let connection = Connection::open(path).map_err(state_error)?;
-        connection
-            .execute_batch(
-                "PRAGMA busy_timeout = 10000;
-                 CREATE TABLE IF NOT EXISTS analysts (
-                     name TEXT PRIMARY KEY,
-                     key_hash TEXT NOT NULL UNIQUE,
-                     created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
-                     revoked TEXT);",
-            )
-            .map_err(state_error)?;
         Ok(Self {
-            connection,
+            table: dpkit_ledger::Analysts::open(&Store::file(path))?,
             path: path.to_path_buf(),
         })
     }
@@ -138,14 +112,7 @@ impl Analysts {
     pub fn add(&self, name: &str) -> Result<String> {
         check_name(name)?;
         let key = new_key()?;
-        let added = self
-            .connection
-            .execute(
-                "INSERT OR IGNORE INTO analysts (name, key_hash) VALUES (?1, ?2)",
-                params![name, hash(&key)],
-            )
-            .map_err(state_error)?;
-        if added == 0 {
+        if !self.table.add(name, &hash(&key))? {
             return Err(ServeError::Analyst(format!(
                 "analyst {name} exists already"
             )));
@@ -155,44 +122,17 @@ impl Analysts {
 
     /// Every analyst, by name.
     pub fn list(&self) -> Result<Vec<AnalystRow>> {
-        let mut statement = self
-            .connection
-            .prepare("SELECT name, created, revoked FROM analysts ORDER BY name")
-            .map_err(state_error)?;
-        let rows = statement
-            .query_map([], |row| {
-                Ok(AnalystRow {
-                    name: row.get(0)?,
-                    created: row.get(1)?,
-                    revoked: row.get(2)?,
-                })
-            })
-            .map_err(state_error)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(state_error)
+        Ok(self.table.list()?)
     }
 
     /// Whether `name` is an analyst (revoked or not).
     pub fn exists(&self, name: &str) -> Result<bool> {
-        self.connection
-            .query_row(
-                "SELECT COUNT(*) > 0 FROM analysts WHERE name = ?1",
-                [name],
-                |row| row.get(0),
-            )
-            .map_err(state_error)
+        Ok(self.table.exists(name)?)
     }
 
     /// Revokes `name`'s key: every later request with it is refused.
     pub fn revoke(&self, name: &str) -> Result<()> {
-        let changed = self
-            .connection
-            .execute(
-                "UPDATE analysts SET revoked = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-                 WHERE name = ?1 AND revoked IS NULL",
-                [name],
-            )
-            .map_err(state_error)?;
-        if changed == 0 && !self.exists(name)? {
+        if !self.table.revoke(name)? && !self.exists(name)? {
             return Err(ServeError::Analyst(format!("no analyst is named {name}")));
         }
         Ok(())
@@ -204,16 +144,7 @@ impl Analysts {
     /// spent, stay as they were.
     pub fn rekey(&self, name: &str) -> Result<String> {
         let key = new_key()?;
-        let changed = self
-            .connection
-            .execute(
-                "UPDATE analysts SET key_hash = ?2, revoked = NULL,
-                     created = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-                 WHERE name = ?1",
-                params![name, hash(&key)],
-            )
-            .map_err(state_error)?;
-        if changed == 0 {
+        if !self.table.rekey(name, &hash(&key))? {
             return Err(ServeError::Analyst(format!("no analyst is named {name}")));
         }
         Ok(key)
@@ -221,12 +152,7 @@ impl Analysts {
 
     /// The analyst whose live key `key` is, if any.
     pub fn authenticate(&self, key: &str) -> Result<Option<String>> {
-        // Asked on every request: prepared once (see dpkit_ledger's cache).
-        self.connection
-            .prepare_cached("SELECT name FROM analysts WHERE key_hash = ?1 AND revoked IS NULL")
-            .and_then(|mut statement| statement.query_row([hash(key)], |row| row.get(0)))
-            .optional()
-            .map_err(state_error)
+        Ok(self.table.named_by(&hash(key))?)
     }
 }
 

@@ -24,13 +24,17 @@ impl Server {
     /// on one machine, and share its accounts and kept answers; a restore
     /// is refused until every one has stopped.
     pub async fn bind(config: &Config) -> Result<Self> {
-        let lock = serve_state(config)?;
-        let analysts = Analysts::open(&config.state_path())?;
-        let datasets = {
+        // The state and the tables are opened where blocking is allowed.
+        let app = {
             let config = config.clone();
-            tokio::task::spawn_blocking(move || open_all(&config))
-                .await
-                .map_err(|e| ServeError::Io(e.to_string()))??
+            tokio::task::spawn_blocking(move || -> Result<App> {
+                let lock = serve_state(&config)?;
+                let analysts = Analysts::open(&config.state_path())?;
+                let datasets = open_all(&config)?;
+                Ok(App::new(datasets, analysts, config.limits)?.holding(lock))
+            })
+            .await
+            .map_err(|e| ServeError::Io(e.to_string()))??
         };
         let listener = listen(config.address).await?;
         let operations = match config.operations {
@@ -40,7 +44,7 @@ impl Server {
         Ok(Self {
             listener,
             operations,
-            app: Arc::new(App::new(datasets, analysts, config.limits)?.holding(lock)),
+            app: Arc::new(app),
         })
     }
 

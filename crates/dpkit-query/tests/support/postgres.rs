@@ -190,14 +190,20 @@ fn server_certificate(folder: &Path, ca: &str) {
 impl Postgres {
     /// Starts a server in a new temporary folder named after `name`.
     pub fn start(name: &str) -> Self {
-        Self::start_with(name, false)
+        Self::start_with(name, false, false)
+    }
+
+    /// A server that keeps its commits through a crash (`fsync = on`), as
+    /// a ledger's server must; the others skip it, to run faster.
+    pub fn start_durable(name: &str) -> Self {
+        Self::start_with(name, false, true)
     }
 
     /// A server that accepts TLS connections only, with a certificate for
     /// 127.0.0.1 signed by the authority in `ca.pem` (`other.pem` is an
     /// authority that did not sign it).
     pub fn start_tls_only(name: &str) -> Self {
-        Self::start_with(name, true)
+        Self::start_with(name, true, false)
     }
 
     /// The path of a certificate authority's `name.pem` (see [`Postgres::start_tls_only`]).
@@ -205,7 +211,7 @@ impl Postgres {
         self.folder.join(format!("{name}.pem"))
     }
 
-    fn start_with(name: &str, tls: bool) -> Self {
+    fn start_with(name: &str, tls: bool, fsync: bool) -> Self {
         let bin = binaries();
         let folder = std::env::temp_dir().join(format!("dpkit-pg-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
@@ -243,8 +249,9 @@ impl Postgres {
             .arg(folder.join("log"))
             .arg("-o")
             .arg(format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-                folder.display()
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync={}",
+                folder.display(),
+                if fsync { "on" } else { "off" }
             ))
             .args(["-w", "-t", "60", "start"]);
         run(start, "pg_ctl start");

@@ -1,0 +1,210 @@
+//! Ledgers in a real PostgreSQL server, started by each test on loopback:
+//! the same steps give the same outcomes as in a SQLite file, and charges
+//! racing from many connections and two writers (two processes' worth)
+//! spend exactly the budget.
+
+use dpkit_core::accounting::{Cost, PrivacyLoss};
+use dpkit_core::mechanism::DiscreteGaussian;
+use dpkit_ledger::{Analysts, GroupCommit, Ledger, LedgerError, Once, Store};
+
+/// The test servers of dpkit-query's tests, shared.
+#[path = "../../dpkit-query/tests/support/postgres.rs"]
+mod server;
+
+use server::Postgres;
+
+fn pure(epsilon: f64) -> Cost {
+    PrivacyLoss::pure(epsilon).unwrap().into()
+}
+
+/// A Gaussian count's cost, which the concentrated accountant counts.
+fn gaussian() -> Cost {
+    let count = DiscreteGaussian::new(0.05, 1e-8, 1).unwrap();
+    Cost {
+        loss: PrivacyLoss::approximate(0.05, 1e-8).unwrap(),
+        concentrated: Some(count.concentrated(1).unwrap()),
+    }
+}
+
+/// Grants, charges, refunds and replays on `store`, and what each step
+/// gave, as text.
+fn steps(store: &Store) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut see = |what: String| seen.push(what);
+    see(format!(
+        "{:?}",
+        Ledger::open_account_in(store, "ann/adult").map(|_| ())
+    ));
+    Ledger::grant_in(store, "ann/adult", 1.0, 1e-6).unwrap();
+    Ledger::grant_in(store, "bob/adult", 0.5, 0.0).unwrap();
+    let ann = Ledger::open_account_in(store, "ann/adult").unwrap();
+    let first = ann.charge(pure(0.25), "q1").unwrap();
+    see(format!("{:?}", ann.charge(pure(0.5), "q2").map(|_| ())));
+    see(format!("{:?}", ann.charge(pure(0.5), "q3").map(|_| ())));
+    see(format!("{:?}", ann.refund(first)));
+    see(format!("{:?}", ann.refund(first)));
+    let Once::Charged(charge) = ann.charge_once(pure(0.125), "q4", "r4").unwrap() else {
+        panic!("a new request is charged");
+    };
+    see(format!("{:?}", ann.charge_once(pure(0.125), "q4", "r4")));
+    see(format!("{:?}", ann.keep_answer(charge, "the answer")));
+    see(format!("{:?}", ann.keep_answer(charge, "another")));
+    see(format!("{:?}", ann.charge_once(pure(0.125), "q4", "r4")));
+    see(format!("{:?}", ann.replayed("r4")));
+    see(format!("{:?}", ann.refund(charge)));
+    let admitted = (0..400).take_while(|_| ann.charge(gaussian(), "g").is_ok());
+    see(format!("{} Gaussian counts", admitted.count()));
+    see(format!("{:?}", ann.how_many_more(pure(0.01))));
+    Ledger::grant_in(store, "ann/adult", 3.0, 1e-6).unwrap();
+    see(format!("{:?}", ann.how_many_more(pure(0.01))));
+    let bob = Ledger::open_account_in(store, "bob/adult").unwrap();
+    see(format!(
+        "{:?}",
+        bob.charge(pure(0.75), "too much").map(|_| ())
+    ));
+    let analysts = Analysts::open(store).unwrap();
+    for (name, hash) in [("ann", "h1"), ("bob", "h2"), ("ann", "h3")] {
+        see(format!("add {name}: {:?}", analysts.add(name, hash)));
+    }
+    see(format!("{:?}", analysts.revoke("ann")));
+    see(format!("{:?}", analysts.revoke("ann")));
+    see(format!(
+        "{:?} {:?}",
+        analysts.named_by("h1"),
+        analysts.named_by("h2")
+    ));
+    see(format!("{:?}", analysts.rekey("ann", "h4")));
+    see(format!("{:?}", analysts.rekey("carl", "h5")));
+    see(format!(
+        "{:?} {:?}",
+        analysts.named_by("h4"),
+        analysts.exists("carl")
+    ));
+    let listed = analysts.list().unwrap();
+    see(format!(
+        "{:?}",
+        listed
+            .iter()
+            .map(|a| (&a.name, a.revoked.is_some()))
+            .collect::<Vec<_>>()
+    ));
+    assert!(
+        listed
+            .iter()
+            .all(|a| a.created.len() == "2026-11-29T04:30:00Z".len())
+    );
+    // An account of Gaussian counts alone, kept by the concentrated accountant.
+    Ledger::grant_in(store, "carl/adult", 1.0, 1e-6).unwrap();
+    let carl = Ledger::open_account_in(store, "carl/adult").unwrap();
+    let admitted = (0..400).take_while(|_| carl.charge(gaussian(), "g").is_ok());
+    see(format!("{} Gaussian counts", admitted.count()));
+    see(format!(
+        "{:?}",
+        Ledger::reader_in(store).unwrap().every_account()
+    ));
+    seen
+}
+
+#[test]
+fn a_ledger_in_postgresql_gives_what_a_ledger_in_a_file_gives() {
+    let server = Postgres::start_durable("ledger-steps");
+    let folder = std::env::temp_dir().join(format!("dpkit-ledger-steps-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    let file = Store::file(&folder.join("state.sqlite"));
+    let (in_file, in_postgres) = (steps(&file), steps(&Store::Postgres(server.connection())));
+    for (a, b) in in_file.iter().zip(&in_postgres) {
+        // The refusal names the store: a file's path, or PostgreSQL.
+        assert_eq!(
+            a.replace(&file.to_string(), "STORE"),
+            b.replace("PostgreSQL", "STORE")
+        );
+    }
+    assert_eq!(in_file.len(), in_postgres.len());
+    assert!(
+        in_postgres[0].contains("no budget has been granted"),
+        "{}",
+        in_postgres[0]
+    );
+    assert!(
+        in_postgres
+            .iter()
+            .any(|s| s.contains("Answered(\"the answer\")"))
+    );
+    let accounts = in_postgres.last().unwrap();
+    assert!(accounts.contains("spent_rho"), "{accounts}");
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn charges_racing_from_two_writers_and_many_connections_spend_exactly_the_budget() {
+    let server = Postgres::start_durable("ledger-race");
+    // Whatever the server's default isolation, writes say their own.
+    server.psql("ALTER DATABASE postgres SET default_transaction_isolation = 'serializable'");
+    let store = Store::Postgres(server.connection());
+    Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
+    // Two writers, as two processes would have, and plain connections,
+    // each charging until refused, all from the same moment on.
+    let writers = [
+        GroupCommit::open_in(&store).unwrap(),
+        GroupCommit::open_in(&store).unwrap(),
+    ];
+    let start = std::sync::Arc::new(std::sync::Barrier::new(24));
+    let threads: Vec<_> = (0..24)
+        .map(|i| {
+            let ledger = match i % 3 {
+                2 => Ledger::open_account_in(&store, "ann/adult").unwrap(),
+                w => writers[w].open_account("ann/adult").unwrap(),
+            };
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                let mut charged = 0;
+                loop {
+                    match ledger.charge(pure(0.01), "q") {
+                        Ok(_) => charged += 1,
+                        Err(LedgerError::Budget(_)) => return charged,
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let charged: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(charged, 100);
+    let state = Ledger::open_account_in(&store, "ann/adult")
+        .unwrap()
+        .state()
+        .unwrap();
+    assert_eq!((state.queries, state.spent_epsilon), (100, 1.0));
+    let groups: u64 = writers
+        .iter()
+        .map(|w| w.counts().groups.load(std::sync::atomic::Ordering::SeqCst))
+        .sum();
+    assert!(groups > 0);
+}
+
+#[test]
+fn a_store_never_shows_its_connection_string() {
+    let secret = "host=127.0.0.1 port=1 user=dpkit password=hunter2secret connect_timeout=2";
+    let store = Store::Postgres(secret.into());
+    assert_eq!(format!("{store} {store:?}"), "PostgreSQL Postgres(..)");
+    let refused = Ledger::open_account_in(&store, "ann/adult").err().unwrap();
+    assert!(!refused.to_string().contains("hunter2"), "{refused}");
+    let garbled = Store::Postgres("host=127.0.0.1 password=hunter2secret port=x".into());
+    let refused = Ledger::reader_in(&garbled).err().unwrap().to_string();
+    assert!(
+        refused.contains("does not parse") && !refused.contains("hunter2"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_server_that_may_lose_commits_is_refused() {
+    let server = Postgres::start("ledger-fsync-off");
+    let refused = Ledger::reader_in(&Store::Postgres(server.connection()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(refused.contains("fsync = off"), "{refused}");
+}

@@ -24,8 +24,6 @@ mod placeholder;
 mod planned;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(feature = "postgres")]
-mod postgres_tls;
 mod public_rows;
 mod renamed;
 mod rows;

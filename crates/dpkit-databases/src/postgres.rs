@@ -24,8 +24,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct PostgresTable {
     runtime: tokio::runtime::Runtime,
     config: Config,
-    /// TLS as the connection string's `sslmode` says (see `postgres_tls`).
-    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    /// TLS as the connection string's `sslmode` says (see `dpkit_postgres`).
+    tls: dpkit_postgres::MakeRustlsConnect,
     /// The open connection; `None` after it was lost (reopened on next use).
     client: Mutex<Option<Client>>,
     table: String,
@@ -41,8 +41,9 @@ fn unreachable_error(reason: &str) -> DatabaseError {
 impl PostgresTable {
     /// Connects with `connection` (libpq `key=value` or a URL) to `table`.
     pub(crate) fn open(connection: &str, table: &str) -> Result<Self> {
-        let (connection, tls) = super::postgres_tls::split(connection)?;
-        let tls = super::postgres_tls::connector(&tls)?;
+        let refused = |e: dpkit_postgres::Refused| DatabaseError::Description(e.to_string());
+        let (connection, tls) = dpkit_postgres::split(connection).map_err(refused)?;
+        let tls = dpkit_postgres::connector(&tls).map_err(refused)?;
         let mut config = Config::from_str(&connection).map_err(|_| {
             DatabaseError::Description(
                 "the postgres connection string does not parse (use key=value pairs or a postgresql:// URL)"

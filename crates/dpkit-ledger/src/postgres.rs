@@ -25,11 +25,11 @@
 //! asynchronous task (the connection's runtime would refuse to start
 //! inside another's).
 //!
-//! Not yet: TLS. The store connects without it, so for now it is for a
-//! server on the same machine, or on a network trusted as much; `dpkit
-//! serve` does not offer it before it speaks TLS. Connect to PostgreSQL
-//! itself, not through a pooler in transaction mode, which would drop the
-//! session's settings. `synchronous_commit = on` waits for the server's
+//! TLS is as the connection string's `sslmode` and `sslrootcert` say, as
+//! for dpkit's PostgreSQL tables (`dpkit_postgres`): `verify-full` with the
+//! server's root certificate is what a ledger on another machine needs.
+//! Connect to PostgreSQL itself, not through a pooler in transaction mode,
+//! which would drop the session's settings. `synchronous_commit = on` waits for the server's
 //! disk and for its synchronous replicas, not for asynchronous ones: a
 //! failover to one of those can lose commits.
 
@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
 
 use crate::sql::{Row, Sql, SqlError, SqlResult, Value};
 
@@ -77,11 +77,20 @@ pub(crate) struct Postgres {
 /// A failure's reason. The connection string is parsed before anything
 /// else, with a message of dpkit's own, so no later error can quote it.
 fn reason(error: &tokio_postgres::Error) -> SqlError {
-    match error.as_db_error() {
-        Some(db) => SqlError(format!("PostgreSQL: {}", db.message())),
-        None if error.is_closed() => SqlError("the PostgreSQL connection was closed".into()),
-        None => SqlError(format!("PostgreSQL: {error}")),
+    if let Some(db) = error.as_db_error() {
+        return SqlError(db.message().to_string());
     }
+    if error.is_closed() {
+        return SqlError("the connection was closed".into());
+    }
+    // With its causes: a TLS handshake's says which certificate failed.
+    let mut text = error.to_string();
+    let mut cause = Error::source(error);
+    while let Some(inner) = cause {
+        text = format!("{text}: {inner}");
+        cause = inner.source();
+    }
+    SqlError(text)
 }
 
 /// `sql` with the common dialect's `?N` parameters written as `$N` (no
@@ -101,9 +110,12 @@ impl Postgres {
     /// `postgresql://` URL), checks that the server keeps its commits, and
     /// makes the ledger's tables if they are not there.
     pub(crate) fn connect(connection: &str) -> SqlResult<Self> {
-        let mut config = Config::from_str(connection).map_err(|_| {
+        let refused = |e: dpkit_postgres::Refused| SqlError(e.to_string());
+        let (connection, tls) = dpkit_postgres::split(connection).map_err(refused)?;
+        let tls = dpkit_postgres::connector(&tls).map_err(refused)?;
+        let mut config = Config::from_str(&connection).map_err(|_| {
             SqlError(
-                "the PostgreSQL connection string does not parse \
+                "the connection string does not parse \
                  (use key=value pairs or a postgresql:// URL)"
                     .into(),
             )
@@ -117,9 +129,9 @@ impl Postgres {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| SqlError(format!("cannot start the PostgreSQL client: {e}")))?;
+            .map_err(|e| SqlError(format!("cannot start the client: {e}")))?;
         let (client, connection) = runtime
-            .block_on(config.connect(NoTls))
+            .block_on(config.connect(tls))
             .map_err(|e| reason(&e))?;
         runtime.spawn(connection);
         let this = Self {
@@ -132,7 +144,7 @@ impl Postgres {
         let fsync = this.rows("SHOW fsync", &[])?;
         if fsync.first().and_then(|row| row.text(0).ok()).as_deref() != Some("on") {
             return Err(SqlError(
-                "the PostgreSQL server runs with fsync = off, which can lose committed \
+                "the server runs with fsync = off, which can lose committed \
                  charges in a crash: a ledger needs fsync = on"
                     .into(),
             ));

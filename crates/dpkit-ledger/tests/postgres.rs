@@ -185,6 +185,77 @@ fn charges_racing_from_two_writers_and_many_connections_spend_exactly_the_budget
 }
 
 #[test]
+fn a_ledger_reaches_a_server_that_takes_only_tls_as_its_sslmode_says() {
+    let server = Postgres::start_durable_tls_only("ledger-tls");
+    let with = |settings: String| Store::Postgres(format!("{} {settings}", server.connection()));
+    let signed_by = |name: &str| {
+        let root = server.authority(name);
+        with(format!(
+            "sslmode=verify-full sslrootcert={}",
+            root.display()
+        ))
+    };
+    let store = signed_by("ca");
+    Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
+    let ledger = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    ledger.charge(pure(0.5), "q").unwrap();
+    assert_eq!(ledger.state().unwrap().spent_epsilon, 0.5);
+    let refusals = [
+        (with("sslmode=disable".into()), "no encryption"),
+        (signed_by("other"), "invalid peer certificate"),
+    ];
+    for (store, why) in refusals {
+        let error = Ledger::reader_in(&store).err().unwrap().to_string();
+        assert!(
+            error.starts_with("ledger PostgreSQL: ") && error.contains(why),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn servers_opening_a_new_database_at_once_make_its_tables_once() {
+    let server = Postgres::start_durable("ledger-fresh");
+    let store = Store::Postgres(server.connection());
+    let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let (store, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                match i % 2 {
+                    0 => Analysts::open(&store).map(drop),
+                    _ => Ledger::reader_in(&store).map(drop),
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap().unwrap();
+    }
+}
+
+#[test]
+fn a_role_that_may_not_create_tables_uses_a_ledger_made_by_its_owner() {
+    let server = Postgres::start_durable("ledger-role");
+    let owner = Store::Postgres(server.connection());
+    Ledger::grant_in(&owner, "ann/adult", 1.0, 0.0).unwrap();
+    Analysts::open(&owner).unwrap();
+    // What a curator grants the role its servers connect as.
+    server.psql(
+        "CREATE ROLE served LOGIN;
+         REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+         GRANT SELECT, INSERT, UPDATE, DELETE ON accounts, spends, replays, analysts TO served;
+         GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO served;",
+    );
+    let served = Store::Postgres(server.connection().replace("user=dpkit", "user=served"));
+    let ledger = Ledger::open_account_in(&served, "ann/adult").unwrap();
+    ledger.charge(pure(0.5), "q").unwrap();
+    assert!(Analysts::open(&served).unwrap().add("ann", "h").unwrap());
+    assert_eq!(ledger.state().unwrap().spent_epsilon, 0.5);
+}
+
+#[test]
 fn a_store_never_shows_its_connection_string() {
     let secret = "host=127.0.0.1 port=1 user=dpkit password=hunter2secret connect_timeout=2";
     let store = Store::Postgres(secret.into());

@@ -206,6 +206,12 @@ impl Postgres {
         Self::start_with(name, true, false)
     }
 
+    /// A server as [`Postgres::start_tls_only`] starts, that keeps its
+    /// commits through a crash (`fsync = on`).
+    pub fn start_durable_tls_only(name: &str) -> Self {
+        Self::start_with(name, true, true)
+    }
+
     /// The path of a certificate authority's `name.pem` (see [`Postgres::start_tls_only`]).
     pub fn authority(&self, name: &str) -> PathBuf {
         self.folder.join(format!("{name}.pem"))

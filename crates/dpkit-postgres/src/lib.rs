@@ -1,4 +1,8 @@
-//! TLS to PostgreSQL, as libpq's `sslmode` and `sslrootcert` say.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! TLS to PostgreSQL, as libpq's `sslmode` and `sslrootcert` say: for
+//! dpkit's PostgreSQL tables (`dpkit-databases`) and its ledger in
+//! PostgreSQL (`dpkit-ledger`).
 //!
 //! tokio-postgres reads `sslmode` as `disable`, `prefer` or `require` and
 //! knows no root certificate; libpq users write `verify-ca`, `verify-full`
@@ -24,29 +28,44 @@ use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signat
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, Error as TlsError, SignatureScheme};
-use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::error::{DatabaseError, Result};
+pub use tokio_postgres_rustls::MakeRustlsConnect;
 
-/// How the connection is protected.
+/// A connection string, or a certificate it names, that cannot be used.
+/// It names the setting, never the string (which may hold a password).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the postgres connection string: {0}")]
+pub struct Refused(String);
+
+/// `Result` with [`Refused`].
+pub type Result<T> = std::result::Result<T, Refused>;
+
+/// How the connection is protected (see the crate's text).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
+    /// No TLS.
     Disable,
+    /// TLS if the server offers it, its certificate not verified.
     Prefer,
+    /// TLS, the certificate not verified.
     Require,
+    /// TLS, the certificate chained to `sslrootcert`.
     VerifyCa,
+    /// TLS, the certificate chained to `sslrootcert` and naming the host.
     VerifyFull,
 }
 
 /// The TLS settings of a connection string.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Tls {
-    pub(crate) mode: Mode,
-    pub(crate) root: Option<PathBuf>,
+pub struct Tls {
+    /// How the connection is protected.
+    pub mode: Mode,
+    /// The root certificate the server's must chain to (`sslrootcert`).
+    pub root: Option<PathBuf>,
 }
 
-fn refused(reason: &str) -> DatabaseError {
-    DatabaseError::Description(format!("the postgres connection string: {reason}"))
+fn refused(reason: &str) -> Refused {
+    Refused(reason.to_string())
 }
 
 fn mode_of(value: &str) -> Result<Mode> {
@@ -67,7 +86,15 @@ fn mode_of(value: &str) -> Result<Mode> {
 /// The TLS settings of `connection` (libpq `key=value` pairs or a
 /// `postgresql://` URL), and the string tokio-postgres reads: without
 /// `sslrootcert`, with `verify-*` as `require`.
-pub(crate) fn split(connection: &str) -> Result<(String, Tls)> {
+///
+/// ```
+/// use dpkit_postgres::{Mode, split};
+/// let (rest, tls) = split("host=db sslmode=verify-full sslrootcert=/ca.pem").unwrap();
+/// assert_eq!((rest.as_str(), tls.mode), ("host='db' sslmode='require'", Mode::VerifyFull));
+/// let refused = split("password=secret sslmode=verify-ca").unwrap_err().to_string();
+/// assert!(refused.contains("need sslrootcert") && !refused.contains("secret"));
+/// ```
+pub fn split(connection: &str) -> Result<(String, Tls)> {
     let url = connection.starts_with("postgres://") || connection.starts_with("postgresql://");
     let (pairs, rebuild): (Vec<(String, String)>, _) = if url {
         url_parameters(connection)
@@ -184,7 +211,12 @@ fn key_values(connection: &str) -> Result<Vec<(String, String)>> {
 }
 
 /// The rustls connector for `tls` (unused under `disable`).
-pub(crate) fn connector(tls: &Tls) -> Result<MakeRustlsConnect> {
+///
+/// ```
+/// let (_, tls) = dpkit_postgres::split("host=db sslmode=require").unwrap();
+/// assert!(dpkit_postgres::connector(&tls).is_ok());
+/// ```
+pub fn connector(tls: &Tls) -> Result<MakeRustlsConnect> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match (&tls.root, tls.mode) {
         (Some(root), Mode::VerifyCa | Mode::VerifyFull) => {

@@ -18,6 +18,8 @@ pub use backup::{Backup, Restore};
 pub use error::{LedgerError, Result};
 pub use group::GroupCommit;
 pub use store::Store;
+#[cfg(feature = "postgres")]
+pub use turns::{RequestTurns, Turn};
 
 mod analysts;
 mod backup;
@@ -34,6 +36,8 @@ mod store;
 #[cfg(all(test, feature = "postgres"))]
 #[path = "../../dpkit-query/tests/support/postgres.rs"]
 mod test_server;
+#[cfg(feature = "postgres")]
+mod turns;
 
 /// The largest ε a ledger counts, as a total budget or as one query's cost.
 ///
@@ -312,6 +316,10 @@ pub struct Ledger {
     sql: Box<dyn Sql>,
     store: Store,
     account: String,
+    /// The key of the request's turn this ledger's run holds, and the token
+    /// of the session that holds it, if its answers are kept only while it
+    /// does (`turns`).
+    turn: std::cell::Cell<Option<(i64, i64)>>,
     /// The process's writer of this file, if charges are committed in
     /// groups (see [`GroupCommit`]); else each write commits on `connection`.
     writer: Option<std::sync::Arc<GroupCommit>>,
@@ -566,6 +574,7 @@ impl Ledger {
         Ok(Self {
             sql: store.connect()?,
             store: store.clone(),
+            turn: std::cell::Cell::new(None),
             account: account.to_string(),
             writer: None,
         })

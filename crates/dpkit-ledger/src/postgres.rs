@@ -61,7 +61,10 @@ const KEEPALIVE: Duration = Duration::from_secs(30);
 const SESSION: &str = "SET synchronous_commit = on;
      SET standard_conforming_strings = on;
      SET idle_in_transaction_session_timeout = '60s';
-     SET lock_timeout = '60s'";
+     SET lock_timeout = '60s';
+     SET tcp_keepalives_idle = 30;
+     SET tcp_keepalives_interval = 10;
+     SET tcp_keepalives_count = 3";
 
 /// One connection to a PostgreSQL ledger.
 pub(crate) struct Postgres {
@@ -124,8 +127,14 @@ impl Postgres {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         // A server that went away, or a path to it that broke, is noticed
-        // in about a minute, not libpq's default two hours.
-        config.keepalives(true).keepalives_idle(KEEPALIVE);
+        // in about a minute, not the system's default two hours; the
+        // server notices a client gone as soon (the session's settings).
+        config
+            .keepalives(true)
+            .keepalives_idle(KEEPALIVE)
+            .keepalives_interval(KEEPALIVE / 3)
+            .keepalives_retries(3)
+            .tcp_user_timeout(KEEPALIVE * 2);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -151,6 +160,12 @@ impl Postgres {
         }
         schema::create(&this)?;
         Ok(this)
+    }
+
+    /// Whether the connection has ended (its session, and every lock the
+    /// session held, are gone).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.client.is_closed()
     }
 
     /// Runs `sql` (statements without parameters) as one message.

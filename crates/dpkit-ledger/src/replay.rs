@@ -75,11 +75,18 @@ impl Ledger {
     /// [`LedgerError::GivenBack`]: crate::LedgerError::GivenBack
     pub fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<String>> {
         let answer = answer.to_string();
+        let turn = self.turn.get();
         // The refund of a run whose place was taken must commit, so it is
         // an outcome of the transaction, and an error only after it.
-        match self.locked(move |at| at.keep_answer(charge, &answer))? {
+        match self.locked(move |at| at.keep_answer(charge, &answer, turn))? {
             Some(Kept::Now) => Ok(None),
             Some(Kept::Before(first)) => Ok(Some(first)),
+            Some(Kept::Lost(Some(first))) => Ok(Some(first)),
+            Some(Kept::Lost(None)) => Err(LedgerError::GivenBack(
+                "this run lost its turn (its connection to the state ended): nothing was \
+                 released, and its charge stays for the request asked again"
+                    .into(),
+            )),
             None => Err(LedgerError::GivenBack(
                 "another run of this request took its place: this run's charge was given back \
                  and nothing was released; ask again"
@@ -126,7 +133,21 @@ impl InAccount<'_> {
 
     /// [`Ledger::keep_answer`] inside the caller's transaction: `None` when
     /// another run took this one's place and its charge was given back.
-    fn keep_answer(&self, charge: Charge, answer: &str) -> Result<Option<Kept>> {
+    /// A run whose `turn` is no longer held (see `crate::turns`) keeps
+    /// nothing and gives nothing back: its charge stays unanswered, for the
+    /// request asked again (as after a crash), or for a copy that now holds
+    /// the turn and runs under it.
+    fn keep_answer(
+        &self,
+        charge: Charge,
+        answer: &str,
+        turn: Option<(i64, i64)>,
+    ) -> Result<Option<Kept>> {
+        if let Some(turn) = turn
+            && !self.holds(turn)?
+        {
+            return Ok(Some(Kept::Lost(self.kept_under(charge)?)));
+        }
         let kept = self
             .sql
             .run(
@@ -141,16 +162,7 @@ impl InAccount<'_> {
         // No row for this charge: a refund forgot the request, or it was
         // charged anew (its cost changed). Either way this run releases
         // nothing, so its charge, if it still stands, is given back.
-        let first = self
-            .sql
-            .first(
-                "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
-                values![self.account, charge.0],
-            )
-            .and_then(|row| row.map(|row| row.optional_text(0)).transpose())
-            .map_err(|e| self.error(e))?
-            .flatten();
-        match first {
+        match self.kept_under(charge)? {
             Some(first) => Ok(Some(Kept::Before(first))),
             None => {
                 self.refund(charge)?;
@@ -160,12 +172,53 @@ impl InAccount<'_> {
     }
 }
 
+impl InAccount<'_> {
+    /// The answer kept under `charge`, if any.
+    fn kept_under(&self, charge: Charge) -> Result<Option<String>> {
+        self.sql
+            .first(
+                "SELECT answer FROM replays WHERE account = ?1 AND spend = ?2",
+                values![self.account, charge.0],
+            )
+            .and_then(|row| row.map(|row| row.optional_text(0)).transpose())
+            .map(Option::flatten)
+            .map_err(|e| self.error(e))
+    }
+
+    /// Whether the session that holds the advisory lock `token` (its own,
+    /// taken when it began, in the two-key form: `objsubid` 2) still holds
+    /// the request's turn `key` (the one-key form: `objsubid` 1). A key's
+    /// halves are `classid` and `objid`. A session is named by its token,
+    /// not its process id, which a later session may be given. Only a
+    /// PostgreSQL store's turns are checked.
+    fn holds(&self, (key, token): (i64, i64)) -> Result<bool> {
+        let halves = |v: i64| ((v >> 32) & 0xffff_ffff, v & 0xffff_ffff);
+        let ((key_high, key_low), (token_high, token_low)) = (halves(key), halves(token));
+        let count = self
+            .sql
+            .first(
+                "SELECT COUNT(*) FROM pg_locks k JOIN pg_locks t ON t.pid = k.pid
+                 WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1
+                     AND k.classid::bigint = ?1 AND k.objid::bigint = ?2
+                     AND t.locktype = 'advisory' AND t.granted AND t.objsubid = 2
+                     AND t.classid::bigint = ?3 AND t.objid::bigint = ?4",
+                values![key_high, key_low, token_high, token_low],
+            )
+            .and_then(|row| row.map_or(Ok(0), |row| row.integer(0)))
+            .map_err(|e| self.error(e))?;
+        Ok(count > 0)
+    }
+}
+
 /// Which answer a charge keeps.
 enum Kept {
     /// The one just given.
     Now,
     /// One kept before, by another run under the same charge.
     Before(String),
+    /// None: this run lost its turn. The one kept under the charge by
+    /// another run, if any, is released instead.
+    Lost(Option<String>),
 }
 
 /// A request's earlier charge, and its answer if one was kept.

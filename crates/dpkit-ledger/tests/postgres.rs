@@ -5,7 +5,7 @@
 
 use dpkit_core::accounting::{Cost, PrivacyLoss};
 use dpkit_core::mechanism::DiscreteGaussian;
-use dpkit_ledger::{Analysts, GroupCommit, Ledger, LedgerError, Once, Store};
+use dpkit_ledger::{Analysts, GroupCommit, Ledger, LedgerError, Once, RequestTurns, Store};
 
 /// The test servers of dpkit-query's tests, shared.
 #[path = "../../dpkit-query/tests/support/postgres.rs"]
@@ -253,6 +253,61 @@ fn a_role_that_may_not_create_tables_uses_a_ledger_made_by_its_owner() {
     ledger.charge(pure(0.5), "q").unwrap();
     assert!(Analysts::open(&served).unwrap().add("ann", "h").unwrap());
     assert_eq!(ledger.state().unwrap().spent_epsilon, 0.5);
+}
+
+/// A new request of `ledger`'s, charged.
+fn charged(ledger: &Ledger, request: &str) -> dpkit_ledger::Charge {
+    match ledger.charge_once(pure(0.25), "q", request).unwrap() {
+        Once::Charged(charge) => charge,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_request_runs_once_at_a_time_across_processes_and_a_lost_turn_keeps_nothing() {
+    let server = Postgres::start_durable("ledger-turns");
+    let store = Store::Postgres(server.connection());
+    Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
+    // Two processes' turns.
+    let (here, there) = (
+        RequestTurns::open(&store).unwrap(),
+        RequestTurns::open(&store).unwrap(),
+    );
+    let turn = here.try_take(7).unwrap().expect("a free turn");
+    assert!(here.try_take(7).unwrap().is_none(), "in the same process");
+    assert!(there.try_take(7).unwrap().is_none(), "in another process");
+    assert!(there.try_take(-7).unwrap().is_some(), "another request's");
+    // A run keeps its answer while it holds its turn, which then goes.
+    let ledger = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    let charge = charged(&ledger, "r7");
+    ledger.keep_answers_holding(Some(&turn));
+    assert_eq!(ledger.keep_answer(charge, "kept").unwrap(), None);
+    drop(turn);
+    assert!(there.try_take(7).unwrap().is_some(), "given back");
+    // A turn whose session ended keeps nothing; its charge is given back.
+    let turn = here.try_take(1 << 40 | 9).unwrap().expect("a free turn");
+    let charge = charged(&ledger, "r9");
+    ledger.keep_answers_holding(Some(&turn));
+    server.psql(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks
+         WHERE locktype = 'advisory' AND classid = 256 AND objid = 9",
+    );
+    let taken = there.try_take(1 << 40 | 9).unwrap();
+    assert!(taken.is_some(), "the turn went with its session");
+    let kept = ledger.keep_answer(charge, "not kept");
+    assert!(matches!(kept, Err(LedgerError::GivenBack(_))), "{kept:?}");
+    // Nothing was kept, and the charge stays for the request asked again.
+    assert_eq!(ledger.replayed("r9").unwrap(), None);
+    let again = ledger.charge_once(pure(0.25), "q", "r9").unwrap();
+    assert_eq!(again, Once::Unanswered(charge));
+    let state = ledger.state().unwrap();
+    assert_eq!((state.spent_epsilon, state.queries), (0.5, 2));
+    // The process goes on, on a new session; a negative key is a key too.
+    drop(turn);
+    let turn = here.try_take(-11).unwrap().expect("a free turn");
+    let charge = charged(&ledger, "r-11");
+    ledger.keep_answers_holding(Some(&turn));
+    assert_eq!(ledger.keep_answer(charge, "kept").unwrap(), None);
 }
 
 #[test]

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use crate::sql::Sql;
-use crate::{InAccount, Ledger, LedgerError, Result, Store, store_error};
+use crate::{InAccount, Ledger, Result, Store, store_error};
 
 /// The most writes one transaction commits; later ones wait for the next.
 const MOST_IN_A_GROUP: usize = 256;
@@ -90,14 +90,8 @@ impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> GroupWrite for Pending<
     fn run(&mut self, at: &InAccount) -> bool {
         // A panic in one write fails that write, never the writer thread.
         let outcome = self.work.take().map(|work| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(at))).unwrap_or_else(
-                |_| {
-                    Err(LedgerError::Storage {
-                        path: at.store.to_string(),
-                        reason: "a write failed".into(),
-                    })
-                },
-            )
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(at)))
+                .unwrap_or_else(|_| Err(store_error(at.store, "a write failed")))
         });
         let done = matches!(outcome, Some(Ok(_)));
         self.outcome = outcome;
@@ -105,14 +99,10 @@ impl<T: Send, F: FnOnce(&InAccount) -> Result<T> + Send> GroupWrite for Pending<
     }
 
     fn reply(self: Box<Self>, committed: std::result::Result<(), String>, store: &Store) {
-        let storage = |reason: String| LedgerError::Storage {
-            path: store.to_string(),
-            reason,
-        };
         let outcome = match (committed, self.outcome) {
             (Ok(()), Some(outcome)) => outcome,
-            (Ok(()), None) => Err(storage("a write was not run".into())),
-            (Err(reason), _) => Err(storage(reason)),
+            (Ok(()), None) => Err(store_error(store, "a write was not run")),
+            (Err(reason), _) => Err(store_error(store, reason)),
         };
         let _ = self.reply.send(outcome);
     }
@@ -163,10 +153,7 @@ impl GroupCommit {
         account: &str,
         work: impl FnOnce(&InAccount) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let stopped = || LedgerError::Storage {
-            path: self.store.to_string(),
-            reason: "the ledger's writer has stopped".into(),
-        };
+        let stopped = || store_error(&self.store, "the ledger's writer has stopped");
         let (reply, outcome) = mpsc::sync_channel(1);
         let pending = Box::new(Pending {
             account: account.to_string(),
@@ -279,8 +266,8 @@ fn one_write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Once;
     use crate::tests::{pure, temporary};
+    use crate::{LedgerError, Once};
     use rusqlite::Connection;
     use std::time::{Duration, Instant};
 

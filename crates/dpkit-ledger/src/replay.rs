@@ -170,9 +170,7 @@ impl InAccount<'_> {
             }
         }
     }
-}
 
-impl InAccount<'_> {
     /// The answer kept under `charge`, if any.
     fn kept_under(&self, charge: Charge) -> Result<Option<String>> {
         self.sql
@@ -249,9 +247,7 @@ impl Earlier {
         };
         self.units == units && self.delta == cost.loss.delta() && form
     }
-}
 
-impl Earlier {
     /// The row [`InAccount::charge_once`] selects.
     fn of(row: &Row) -> SqlResult<Self> {
         let form = (

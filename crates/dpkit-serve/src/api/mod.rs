@@ -30,8 +30,6 @@ pub use error::ApiError;
 pub struct App {
     /// The datasets served.
     pub datasets: Vec<Dataset>,
-    /// The state database.
-    pub state_path: PathBuf,
     /// The limits.
     pub limits: Limits,
     analysts: Mutex<Analysts>,
@@ -65,7 +63,6 @@ impl App {
             grants,
             ledgers: Arc::new(pool::LedgerPool::open(analysts.path())?),
             datasets,
-            state_path: analysts.path().to_path_buf(),
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
             turns: turns::Turns::new(limits.workers, limits.runs_per_analyst()),
             workers: workers::Workers::start(limits.workers)?,

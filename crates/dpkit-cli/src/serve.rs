@@ -214,7 +214,7 @@ fn demo_key(config: &Config) -> Result<String> {
     let _restore = dpkit_serve::server::share_state(config)?;
     let _turn = dpkit_serve::server::take_turn(config, "demo.lock")?;
     let path = demo_key_path(config);
-    let analysts = Analysts::open(&config.state_path())?;
+    let analysts = Analysts::open(&config.store())?;
     if analysts.exists("demo")? {
         return std::fs::read_to_string(&path)
             .map(|key| key.trim().to_string())
@@ -230,7 +230,7 @@ fn demo_key(config: &Config) -> Result<String> {
     for entry in &config.datasets {
         let description = Description::load(&entry.description)?;
         grant(
-            &config.state_path(),
+            &config.store(),
             "demo",
             &description.table,
             description.budget_epsilon,
@@ -256,7 +256,7 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 
 fn analyst(config: &Config, action: &AnalystAction) -> Result<()> {
     let _shared = dpkit_serve::server::share_state(config)?;
-    let analysts = Analysts::open(&config.state_path())?;
+    let analysts = Analysts::open(&config.store())?;
     match action {
         AnalystAction::Add(args) => {
             let description = dataset(config, &args.dataset)?;
@@ -304,14 +304,14 @@ fn dataset(config: &Config, name: &str) -> Result<Description> {
 /// the analyst has them already, or else the description's `[budget]`.
 fn set_budget(config: &Config, args: &GrantArgs, description: &Description) -> Result<()> {
     let account = account(&args.name, &args.dataset);
-    let (epsilon, delta) = match Ledger::account_state(&config.state_path(), &account)? {
+    let (epsilon, delta) = match Ledger::account_state_in(&config.store(), &account)? {
         Some(state) => (state.total_epsilon, state.total_delta),
         None => (description.budget_epsilon, description.budget_delta),
     };
     let epsilon = args.epsilon.unwrap_or(epsilon);
     let delta = args.delta.unwrap_or(delta);
     Ok(grant(
-        &config.state_path(),
+        &config.store(),
         &args.name,
         &args.dataset,
         epsilon,
@@ -332,7 +332,7 @@ fn list(config: &Config, analysts: &Analysts) -> Result<()> {
         for entry in &config.datasets {
             let table = Description::load(&entry.description)?.table;
             let account = account(&row.name, &table);
-            if let Some(state) = Ledger::account_state(&config.state_path(), &account)? {
+            if let Some(state) = Ledger::account_state_in(&config.store(), &account)? {
                 text.push_str(&format!(
                     "  {table}: spent ε = {} of {}, δ = {:e} of {:e}, {} queries\n",
                     dpkit_ledger::shown_epsilon(state.spent_epsilon),

@@ -4,6 +4,8 @@
 #[allow(dead_code)]
 #[path = "../../dpkit-serve/tests/support/http.rs"]
 mod http;
+#[path = "../../dpkit-query/tests/support/postgres.rs"]
+mod postgres;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -33,6 +35,45 @@ fn setup(name: &str) -> PathBuf {
     );
     std::fs::write(folder.join("serve.toml"), config).unwrap();
     folder
+}
+
+/// Where a test's servers keep their state: the file in the folder's
+/// `state`, or a PostgreSQL server the test started.
+enum State {
+    File(PathBuf),
+    Postgres(postgres::Postgres),
+}
+
+impl State {
+    /// The rows of the query `sql` on the state, each value as text
+    /// (`None` for NULL); a file is checked whole first.
+    fn rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        match self {
+            State::File(path) => sqlite_rows(path, sql),
+            State::Postgres(server) => server.rows(sql),
+        }
+    }
+}
+
+/// A folder set up as [`setup`] does, with its state in a PostgreSQL
+/// server started for it, which keeps its commits through a crash.
+fn setup_postgres(name: &str) -> (PathBuf, State) {
+    let folder = setup(name);
+    let server = postgres::Postgres::start_durable(&format!("serve-{name}"));
+    let mut config = std::fs::read_to_string(folder.join("serve.toml")).unwrap();
+    config.push_str(&format!(
+        "[state_postgres]\nconnection = {:?}\n",
+        server.connection()
+    ));
+    std::fs::write(folder.join("serve.toml"), config).unwrap();
+    (folder, State::Postgres(server))
+}
+
+/// A folder set up as [`setup`] does, with its state in a file.
+fn setup_file(name: &str) -> (PathBuf, State) {
+    let folder = setup(name);
+    let state = State::File(folder.join("state/state.sqlite"));
+    (folder, state)
 }
 
 /// Runs `dpkit serve <args> --config …`: its status, standard output and error.
@@ -464,17 +505,41 @@ fn distinct_query(i: usize) -> (String, String) {
 }
 
 /// The charges in the state database: (query, status, kept answer).
-fn charges(state: &Path) -> Vec<(String, String, Option<String>)> {
-    let connection = rusqlite::Connection::open(state).unwrap();
+fn charges(state: &State) -> Vec<(String, String, Option<String>)> {
+    let rows = state.rows(
+        "SELECT s.query, s.status, r.answer FROM spends s LEFT JOIN replays r ON r.spend = s.id \
+         WHERE s.account = 'ann/adult'",
+    );
+    rows.into_iter()
+        .map(|row| {
+            let [query, status, answer] = <[_; 3]>::try_from(row).unwrap();
+            (query.unwrap(), status.unwrap(), answer)
+        })
+        .collect()
+}
+
+/// The rows of `sql` in the state file `path`, once it is checked whole.
+fn sqlite_rows(path: &Path, sql: &str) -> Vec<Vec<Option<String>>> {
+    use rusqlite::types::ValueRef;
+    let connection = rusqlite::Connection::open(path).unwrap();
     let integrity: String = connection
         .query_row("PRAGMA integrity_check", [], |row| row.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
-    let mut statement = connection
-        .prepare("SELECT s.query, s.status, r.answer FROM spends s LEFT JOIN replays r ON r.spend = s.id WHERE s.account = 'ann/adult'")
-        .unwrap();
+    let mut statement = connection.prepare(sql).unwrap();
+    let columns = statement.column_count();
+    let text = |value: ValueRef| match value {
+        ValueRef::Null => None,
+        ValueRef::Integer(i) => Some(i.to_string()),
+        ValueRef::Real(r) => Some(r.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+    };
     statement
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .query_map([], |row| {
+            (0..columns)
+                .map(|i| row.get_ref(i).map(text))
+                .collect::<Result<Vec<_>, _>>()
+        })
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap()
@@ -483,7 +548,7 @@ fn charges(state: &Path) -> Vec<(String, String, Option<String>)> {
 /// What a round of kills must leave: no charge lost (`charged_before` is
 /// the last round's count), and a charge and a kept answer for every
 /// answer released. The count of charges now.
-fn nothing_lost(state: &Path, released: &Mutex<Vec<Released>>, charged_before: usize) -> usize {
+fn nothing_lost(state: &State, released: &Mutex<Vec<Released>>, charged_before: usize) -> usize {
     let charges = charges(state);
     let charged = charges.iter().filter(|c| c.1 == "charged").count();
     assert!(charged >= charged_before, "a charge was lost");
@@ -503,7 +568,7 @@ fn nothing_lost(state: &Path, released: &Mutex<Vec<Released>>, charged_before: u
 fn all_answered_again(
     servers: &[SocketAddr],
     key: &str,
-    state: &Path,
+    state: &State,
     released: &[Released],
 ) -> usize {
     let ask = |i: usize, sql: &str| {
@@ -557,10 +622,9 @@ fn all_answered_again(
 
 #[test]
 fn kill_9_under_load_never_releases_an_answer_without_its_charge_nor_loses_one() {
-    let folder = setup("kill");
+    let (folder, state) = setup_file("kill");
     let key = add_analyst(&folder, "ann", "1000");
     let log = folder.join("server.log");
-    let state = folder.join("state/state.sqlite");
     let (next, never) = (
         Arc::new(AtomicUsize::new(0)),
         Arc::new(AtomicBool::new(false)),
@@ -646,8 +710,21 @@ fn same_request_on_both(servers: [SocketAddr; 2], key: &str, body: &str) -> Vec<
 /// and one request sent to both at once is charged and answered once.
 #[test]
 fn two_servers_on_one_state_charge_exactly_the_budget_and_answer_a_request_once() {
-    let folder = setup("two");
-    // Both start at once on a state directory that does not exist yet.
+    let (folder, state) = setup_file("two");
+    two_servers_charge_exactly_the_budget_and_answer_a_request_once(&folder, &state);
+}
+
+/// As [`two_servers_on_one_state_charge_exactly_the_budget_and_answer_a_request_once`],
+/// with the state in PostgreSQL, as servers on two machines would share it.
+#[test]
+fn two_servers_on_a_postgresql_state_charge_exactly_the_budget_and_answer_a_request_once() {
+    let (folder, state) = setup_postgres("two-pg");
+    two_servers_charge_exactly_the_budget_and_answer_a_request_once(&folder, &state);
+}
+
+fn two_servers_charge_exactly_the_budget_and_answer_a_request_once(folder: &Path, state: &State) {
+    let folder = folder.to_path_buf();
+    // Both start at once on a state that does not exist yet.
     let mut running = start_two(&folder, &folder.join("server.log"));
     let servers = [running[0].address, running[1].address];
     // δ = 0: plain sums only, so the budget pays for exactly 100 at ε = 0.01.
@@ -676,16 +753,18 @@ fn two_servers_on_one_state_charge_exactly_the_budget_and_answer_a_request_once(
     // (a second run would have charged and kept too); the others found the
     // answer kept, which is a read.
     assert_eq!(writes(&running) - before, 20.0, "copies ran side by side");
-    let connection = rusqlite::Connection::open(folder.join("state/state.sqlite")).unwrap();
-    let (charged, answered): (i64, i64) = connection
-        .query_row(
-            "SELECT COUNT(*), COUNT(r.answer) FROM spends s LEFT JOIN replays r ON r.spend = s.id
-             WHERE s.account = 'bob/adult' AND s.status = 'charged'",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!((charged, answered), (10, 10));
+    let counts = state.rows(
+        "SELECT COUNT(*), COUNT(r.answer) FROM spends s LEFT JOIN replays r ON r.spend = s.id
+         WHERE s.account = 'bob/adult' AND s.status = 'charged'",
+    );
+    let ten = Some("10".to_string());
+    assert_eq!(counts, [[ten.clone(), ten]]);
+    if let State::Postgres(_) = state {
+        assert!(
+            !folder.join("state/state.sqlite").exists(),
+            "a file was written"
+        );
+    }
     for server in &mut running {
         server.stop();
     }
@@ -697,10 +776,23 @@ fn two_servers_on_one_state_charge_exactly_the_budget_and_answer_a_request_once(
 /// one had in flight are sent to it), and nothing is lost.
 #[test]
 fn kill_9_of_one_of_two_servers_loses_nothing_and_the_other_serves_on() {
-    let folder = setup("kill-two");
+    let (folder, state) = setup_file("kill-two");
+    kill_9_of_one_of_two_loses_nothing(&folder, &state);
+}
+
+/// As [`kill_9_of_one_of_two_servers_loses_nothing_and_the_other_serves_on`],
+/// with the state in PostgreSQL: the killed server's sessions end with it,
+/// and with them its requests' turns.
+#[test]
+fn kill_9_of_one_of_two_servers_on_a_postgresql_state_loses_nothing() {
+    let (folder, state) = setup_postgres("kill-two-pg");
+    kill_9_of_one_of_two_loses_nothing(&folder, &state);
+}
+
+fn kill_9_of_one_of_two_loses_nothing(folder: &Path, state: &State) {
+    let folder = folder.to_path_buf();
     let key = add_analyst(&folder, "ann", "1000");
     let log = folder.join("server.log");
-    let state = folder.join("state/state.sqlite");
     let (next, released) = (
         Arc::new(AtomicUsize::new(0)),
         Arc::new(Mutex::new(Vec::new())),
@@ -724,12 +816,12 @@ fn kill_9_of_one_of_two_servers_loses_nothing_and_the_other_serves_on() {
             let stopped = client.join().unwrap();
             assert_eq!(stopped, c % 2 == 1, "client {c} in round {round}");
         }
-        charged = nothing_lost(&state, &released, charged);
+        charged = nothing_lost(state, &released, charged);
         *killed = start(&folder, &log);
     }
     // A request moved from the killed server ran under the charge it had
     // there, if it had one: no query was charged twice.
-    let queries = charges(&state);
+    let queries = charges(state);
     for (sql, _, _) in &queries {
         let times = queries
             .iter()
@@ -740,14 +832,58 @@ fn kill_9_of_one_of_two_servers_loses_nothing_and_the_other_serves_on() {
     let released = released.lock().unwrap().clone();
     assert!(released.len() >= 60, "too little load: {}", released.len());
     let servers = [running[0].address, running[1].address];
-    let unanswered = all_answered_again(&servers, &key, &state, &released);
+    let unanswered = all_answered_again(&servers, &key, state, &released);
     for server in &mut running {
         server.stop();
     }
     println!(
         "12 kills of one of two: {} answers released, {} charges, {unanswered} charged but unanswered",
         released.len(),
-        charges(&state).len(),
+        charges(state).len(),
     );
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// A PostgreSQL state that ends every session under a running server (a
+/// restart, a failover): the server answers on, on new sessions, its
+/// answers kept and its budgets whole.
+#[test]
+fn a_server_answers_on_after_its_postgresql_state_ends_every_session() {
+    let (folder, state) = setup_postgres("ended");
+    let State::Postgres(database) = &state else {
+        unreachable!("set up in PostgreSQL")
+    };
+    let key = add_analyst_with(&folder, "ann", "1", "0");
+    let mut running = start(&folder, &folder.join("server.log"));
+    let ask = |i: usize| {
+        let (_, body) = distinct_query(i);
+        request(
+            running.address,
+            "POST",
+            "/v1/query",
+            Some(&key),
+            Some(&body),
+        )
+    };
+    let first = ask(0);
+    assert_eq!(first.status, 200, "{}", first.body);
+    database.psql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    for i in 1..4 {
+        let response = ask(i);
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    let again = ask(0).json();
+    assert_eq!(
+        (&again["rows"], again["replay"].as_bool()),
+        (&first.json()["rows"], Some(true))
+    );
+    let budget = request(running.address, "GET", "/v1/budget", Some(&key), None).json();
+    let spent = budget["budgets"][0]["spent_epsilon"].as_f64().unwrap();
+    assert!((spent - 0.04).abs() < 1e-9, "spent {spent}");
+    running.stop();
     std::fs::remove_dir_all(&folder).unwrap();
 }

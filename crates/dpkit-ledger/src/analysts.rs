@@ -70,6 +70,12 @@ impl Analysts {
         &self.store
     }
 
+    /// Whether the connection has ended for good (a PostgreSQL server that
+    /// closed its session): open the analysts again.
+    pub fn is_closed(&self) -> bool {
+        self.sql.is_closed()
+    }
+
     fn error(&self, error: SqlError) -> crate::LedgerError {
         store_error(&self.store, error)
     }

@@ -123,7 +123,7 @@ impl GroupCommit {
         let counted = counts.clone();
         let thread = std::thread::Builder::new()
             .name("dpkit-ledger-writer".into())
-            .spawn(move || write_groups(&*connection, &written, &receiver, &counted))
+            .spawn(move || write_groups(connection, &written, &receiver, &counted))
             .map_err(|e| store_error(store, format!("cannot start the writer: {e}")))?;
         Ok(Arc::new(Self {
             store: store.clone(),
@@ -185,9 +185,13 @@ impl Drop for GroupCommit {
 }
 
 /// The writer's loop: waits for a write, takes every write queued behind
-/// it (up to [`MOST_IN_A_GROUP`]), commits them as one group, replies.
+/// it (up to [`MOST_IN_A_GROUP`]), commits them as one group, replies. A
+/// connection the server has closed (a restart, a failover) is replaced
+/// before the next group. The group under way when it closed failed, as
+/// any commit that cannot be confirmed does: its charges may be on disk,
+/// and stay for the request asked again (see `crate::replay`).
 fn write_groups(
-    connection: &dyn Sql,
+    mut connection: Box<dyn Sql>,
     store: &Store,
     queue: &mpsc::Receiver<Box<dyn GroupWrite>>,
     counts: &Counts,
@@ -201,7 +205,16 @@ fn write_groups(
             }
         }
         counts.taken.fetch_add(group.len() as u64, Ordering::SeqCst);
-        let committed = commit(connection, store, &mut group);
+        if connection.is_closed() {
+            match store.connect() {
+                Ok(new) => connection = new,
+                Err(e) => {
+                    fail(group, &e.to_string(), store, counts);
+                    continue;
+                }
+            }
+        }
+        let committed = commit(&*connection, store, &mut group);
         counts.groups.fetch_add(1, Ordering::SeqCst);
         counts
             .written
@@ -209,6 +222,17 @@ fn write_groups(
         for write in group {
             write.reply(committed.clone(), store);
         }
+    }
+}
+
+/// Ends `group` without running it: each write fails with `reason`.
+fn fail(group: Vec<Box<dyn GroupWrite>>, reason: &str, store: &Store, counts: &Counts) {
+    counts.groups.fetch_add(1, Ordering::SeqCst);
+    counts
+        .written
+        .fetch_add(group.len() as u64, Ordering::SeqCst);
+    for write in group {
+        write.reply(Err(reason.to_string()), store);
     }
 }
 

@@ -510,7 +510,13 @@ impl Ledger {
     /// The budget of `account` in the ledger at `path`, if it has been
     /// granted one.
     pub fn account_state(path: &Path, account: &str) -> Result<Option<BudgetState>> {
-        let ledger = Self::connect(&Store::file(path), account)?;
+        Self::account_state_in(&Store::file(path), account)
+    }
+
+    /// The budget of `account` in `store`, as [`Ledger::account_state`]
+    /// reads it in a file.
+    pub fn account_state_in(store: &Store, account: &str) -> Result<Option<BudgetState>> {
+        let ledger = Self::connect(store, account)?;
         if !ledger.has_other_account(account)? {
             return Ok(None);
         }
@@ -582,6 +588,12 @@ impl Ledger {
 
     fn error(&self, error: SqlError) -> LedgerError {
         store_error(&self.store, error)
+    }
+
+    /// Whether this ledger's connection has ended for good (a PostgreSQL
+    /// server that closed its session): open another. A file's never ends.
+    pub fn is_closed(&self) -> bool {
+        self.sql.is_closed()
     }
 
     /// The account this ledger charges.

@@ -163,8 +163,16 @@ impl Postgres {
     }
 
     /// Whether the connection has ended (its session, and every lock the
-    /// session held, are gone).
+    /// session held, are gone). The connection's task runs only while this
+    /// connection waits for the server, so it is let run first: a server
+    /// that ended the session since the last statement has said so, and
+    /// this sees it. The first yield lets the runtime poll the socket (its
+    /// task is then ready), the second lets that task run.
     pub(crate) fn is_closed(&self) -> bool {
+        self.runtime.block_on(async {
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+        });
         self.client.is_closed()
     }
 
@@ -297,6 +305,10 @@ impl Sql for Postgres {
 
     fn in_transaction(&self) -> bool {
         self.open.get()
+    }
+
+    fn is_closed(&self) -> bool {
+        Postgres::is_closed(self)
     }
 
     fn now(&self) -> &'static str {

@@ -185,6 +185,12 @@ pub(crate) trait Sql: Send {
     /// second (`2026-11-29T04:30:00Z`): the dialects name it differently.
     fn now(&self) -> &'static str;
 
+    /// Whether the connection has ended for good (a server that closed
+    /// its session): nothing more can be run on it.
+    fn is_closed(&self) -> bool {
+        false
+    }
+
     /// The first row of `sql` with `params`, if it returned any.
     fn first(&self, sql: &str, params: &[Value]) -> SqlResult<Option<Row>> {
         Ok(self.rows(sql, params)?.into_iter().next())

@@ -334,3 +334,46 @@ fn a_server_that_may_lose_commits_is_refused() {
         .to_string();
     assert!(refused.contains("fsync = off"), "{refused}");
 }
+
+/// Ends every session on `server` but psql's own, as a restart or a
+/// failover of the server would.
+fn end_every_session(server: &Postgres) {
+    server.psql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
+    );
+}
+
+/// A server that ends its sessions (a restart, a failover) leaves a
+/// process's writer and analysts able to go on: each connection is seen
+/// closed without another statement sent on it, and the writer replaces
+/// its own before its next group, which commits.
+#[test]
+fn connections_the_server_ended_are_seen_closed_and_the_writer_replaces_its_own() {
+    let server = Postgres::start_durable("ledger-ended-sessions");
+    let store = Store::Postgres(server.connection());
+    Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
+    let writer = GroupCommit::open_in(&store).unwrap();
+    let ledger = writer.open_account("ann/adult").unwrap();
+    let analysts = Analysts::open(&store).unwrap();
+    ledger.charge(pure(0.25), "before").unwrap();
+    assert!(!ledger.is_closed() && !analysts.is_closed());
+    end_every_session(&server);
+    let closed = |seen: &dyn Fn() -> bool| {
+        (0..200).any(|_| {
+            seen() || {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                false
+            }
+        })
+    };
+    assert!(closed(&|| ledger.is_closed()), "the ledger's session ended");
+    assert!(
+        closed(&|| analysts.is_closed()),
+        "the analysts' session ended"
+    );
+    // The writer's group goes on a new connection.
+    ledger.charge(pure(0.25), "after").unwrap();
+    let fresh = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    assert_eq!(fresh.state().unwrap().spent_epsilon, 0.5);
+}

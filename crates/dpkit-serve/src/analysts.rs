@@ -8,18 +8,16 @@
 //! # let dir = std::env::temp_dir().join(format!("doc-analysts-{}", std::process::id()));
 //! # let _ = std::fs::remove_dir_all(&dir);
 //! # std::fs::create_dir_all(&dir).unwrap();
-//! let path = dir.join("state.sqlite");
-//! let analysts = Analysts::open(&path).unwrap();
+//! let state = dpkit_ledger::Store::file(&dir.join("state.sqlite"));
+//! let analysts = Analysts::open(&state).unwrap();
 //! let key = analysts.add("ann").unwrap();
-//! dpkit_serve::analysts::grant(&path, "ann", "adult", 5.0, 1e-6).unwrap();
+//! dpkit_serve::analysts::grant(&state, "ann", "adult", 5.0, 1e-6).unwrap();
 //! assert_eq!(analysts.authenticate(&key).unwrap().as_deref(), Some("ann"));
 //! analysts.revoke("ann").unwrap();
 //! assert_eq!(analysts.authenticate(&key).unwrap(), None);
 //! # drop(analysts);
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
-
-use std::path::{Path, PathBuf};
 
 use dpkit_core::rng::SecureRng;
 use dpkit_ledger::{Ledger, Store};
@@ -37,7 +35,6 @@ pub const KEY_PREFIX: &str = "dpk_";
 /// with their keys made and checked here.
 pub struct Analysts {
     table: dpkit_ledger::Analysts,
-    path: PathBuf,
 }
 
 /// Names are what accounts are made of: letters, digits, '-' and '_'.
@@ -63,9 +60,9 @@ pub fn account(analyst: &str, dataset: &str) -> String {
 
 /// Grants `analyst` a total budget on `dataset`, or sets it (raise or
 /// lower; what was spent stays spent).
-pub fn grant(state: &Path, analyst: &str, dataset: &str, epsilon: f64, delta: f64) -> Result<()> {
+pub fn grant(state: &Store, analyst: &str, dataset: &str, epsilon: f64, delta: f64) -> Result<()> {
     check_name(analyst)?;
-    Ok(Ledger::grant(
+    Ok(Ledger::grant_in(
         state,
         &account(analyst, dataset),
         epsilon,
@@ -90,22 +87,30 @@ fn new_key() -> Result<String> {
 }
 
 impl Analysts {
-    /// Opens (creating) the state database at `path`.
-    pub fn open(path: &Path) -> Result<Self> {
-        if let Some(folder) = path.parent() {
+    /// Opens (creating) the state database `state`: a file's folder is
+    /// made if need be.
+    pub fn open(state: &Store) -> Result<Self> {
+        if let Store::File(path) = state
+            && let Some(folder) = path.parent()
+        {
             std::fs::create_dir_all(folder).map_err(|e| {
                 ServeError::State(format!("cannot create {}: {e}", folder.display()))
             })?;
         }
         Ok(Self {
-            table: dpkit_ledger::Analysts::open(&Store::file(path))?,
-            path: path.to_path_buf(),
+            table: dpkit_ledger::Analysts::open(state)?,
         })
     }
 
-    /// The state database's path.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the state database is.
+    pub fn store(&self) -> &Store {
+        self.table.store()
+    }
+
+    /// Whether the connection to the state has ended for good (a
+    /// PostgreSQL server that closed its session): open them again.
+    pub fn is_closed(&self) -> bool {
+        self.table.is_closed()
     }
 
     /// Adds `name` with a new key, and returns the key: the only time it is seen.
@@ -165,7 +170,7 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("dpkit-analysts-{}.sqlite", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        let analysts = Analysts::open(&path).unwrap();
+        let analysts = Analysts::open(&Store::file(&path)).unwrap();
         let ann = analysts.add("ann").unwrap();
         let bob = analysts.add("bob").unwrap();
         assert_ne!(ann, bob);

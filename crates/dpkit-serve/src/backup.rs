@@ -25,6 +25,7 @@ pub struct StateBackup {
 
 /// Copies the state of `config`'s server, running or not, to `to`.
 pub fn backup(config: &Config, to: &Path) -> Result<StateBackup> {
+    in_a_file(config)?;
     let _shared = crate::server::share_state(config)?;
     let ledger = Ledger::backup(&config.state_path(), to)?;
     Ok(StateBackup {
@@ -40,6 +41,7 @@ pub fn backup(config: &Config, to: &Path) -> Result<StateBackup> {
 /// [`Ledger::restore`]), or a key revoked or replaced, which would work
 /// again. The state it replaces is kept beside it.
 pub fn restore(config: &Config, from: &Path, restore: Restore) -> Result<StateBackup> {
+    in_a_file(config)?;
     let _server = crate::server::lock_state(config)?;
     let _commands = crate::server::restore_state(config)?;
     let analysts = analysts_in(from)?;
@@ -56,6 +58,18 @@ pub fn restore(config: &Config, from: &Path, restore: Restore) -> Result<StateBa
     }
     let ledger = Ledger::restore(from, &state, restore)?;
     Ok(StateBackup { ledger, analysts })
+}
+
+/// Refuses a state in PostgreSQL, whose backups are the database's own.
+fn in_a_file(config: &Config) -> Result<()> {
+    if config.state_postgres.is_some() {
+        return Err(ServeError::State(
+            "the state is in PostgreSQL: back it up and restore it with PostgreSQL's own tools \
+             (pg_dump, or the server's continuous archiving)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Each analyst's key hash and whether it is revoked, in the state file

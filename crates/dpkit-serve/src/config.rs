@@ -21,6 +21,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use dpkit_ledger::Store;
 use serde::Deserialize;
 
 use crate::error::{Result, ServeError};
@@ -30,9 +31,13 @@ use crate::error::{Result, ServeError};
 pub struct Config {
     /// Where to listen (default `127.0.0.1:8640`).
     pub address: SocketAddr,
-    /// The folder of the state database (analysts, hashed keys, ledgers,
-    /// kept answers).
+    /// The folder of the server's own files: its lock files, the demo's
+    /// key, and the state database (analysts, hashed keys, ledgers, kept
+    /// answers) unless that is in PostgreSQL.
     pub state_dir: PathBuf,
+    /// The state in PostgreSQL (`[state_postgres]`), shared by servers on
+    /// several machines, if it is there.
+    pub state_postgres: Option<PostgresState>,
     /// The datasets served.
     pub datasets: Vec<DatasetConfig>,
     /// Bounds on requests and runs.
@@ -50,6 +55,16 @@ pub struct DatasetConfig {
     /// Read the whole table into memory at start (refused at start if it
     /// does not parse, or is larger than `max_in_memory_megabytes`).
     pub in_memory: bool,
+}
+
+/// The state in a PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PostgresState {
+    /// The database (its `Debug` never shows the connection string).
+    pub store: Store,
+    /// The most connections this process holds for accounts' ledgers; it
+    /// holds four more (the writer, request turns, grants, metrics).
+    pub connections: usize,
 }
 
 /// Bounds on requests and runs.
@@ -105,7 +120,24 @@ struct RawConfig {
     #[serde(default)]
     limits: Limits,
     operations: Option<RawOperations>,
+    state_postgres: Option<RawPostgres>,
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPostgres {
+    connection: Option<String>,
+    connection_env: Option<String>,
+    #[serde(default = "default_connections")]
+    connections: usize,
+}
+
+fn default_connections() -> usize {
+    16
+}
+
+/// The most connections `[state_postgres] connections` may ask for.
+const MAX_CONNECTIONS: usize = 1000;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -152,9 +184,11 @@ impl Config {
         if raw.datasets.is_empty() {
             return Err(ServeError::Config("no [[datasets]] to serve".into()));
         }
+        let state_postgres = raw.state_postgres.map(postgres_state).transpose()?;
         Ok(Self {
             address,
             state_dir: base.join(raw.state_dir),
+            state_postgres,
             datasets: raw
                 .datasets
                 .into_iter()
@@ -194,10 +228,62 @@ impl Config {
         Ok(self)
     }
 
-    /// The state database.
+    /// The state database's file, where it is when not in PostgreSQL.
     pub fn state_path(&self) -> PathBuf {
         self.state_dir.join("state.sqlite")
     }
+
+    /// Where the state is: in PostgreSQL if `[state_postgres]` says so,
+    /// else in [`Config::state_path`].
+    ///
+    /// ```
+    /// # use dpkit_serve::config::Config;
+    /// let config = Config::from_toml(
+    ///     "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n\
+    ///      [state_postgres]\nconnection = 'host=db user=dpkit password=secret'",
+    ///     "/srv".as_ref(),
+    /// )
+    /// .unwrap();
+    /// assert_eq!(config.store().to_string(), "PostgreSQL");
+    /// assert!(!format!("{config:?}").contains("secret"));
+    /// ```
+    pub fn store(&self) -> Store {
+        match &self.state_postgres {
+            Some(postgres) => postgres.store.clone(),
+            None => Store::file(&self.state_path()),
+        }
+    }
+}
+
+/// `[state_postgres]`: its connection string, given or read from the
+/// environment variable it names (so that no password need be in the
+/// file); the variable's value is never shown.
+fn postgres_state(raw: RawPostgres) -> Result<PostgresState> {
+    let connection = match (raw.connection, raw.connection_env) {
+        (Some(connection), None) => connection,
+        (None, Some(variable)) => std::env::var(&variable)
+            .ok()
+            .filter(|value| !value.trim().is_empty())
+            .ok_or_else(|| {
+                ServeError::Config(format!(
+                    "[state_postgres] connection_env names {variable:?}, which is not set"
+                ))
+            })?,
+        _ => {
+            return Err(ServeError::Config(
+                "[state_postgres] takes one of connection and connection_env".into(),
+            ));
+        }
+    };
+    if raw.connections == 0 || raw.connections > MAX_CONNECTIONS {
+        return Err(ServeError::Config(format!(
+            "[state_postgres] connections must be from 1 to {MAX_CONNECTIONS}"
+        )));
+    }
+    Ok(PostgresState {
+        store: Store::Postgres(connection),
+        connections: raw.connections,
+    })
 }
 
 impl Limits {
@@ -308,11 +394,29 @@ mod tests {
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\nsurprise = 1",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[operations]\naddress = 'x'",
             "address = '127.0.0.1:9000'\nstate_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[operations]\naddress = '127.0.0.1:9000'",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnections = 4",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection = 'x'\nconnection_env = 'PATH'",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection = 'x'\nconnections = 0",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection_env = 'DPKIT_NO_SUCH_VARIABLE'",
         ] {
             let error = Config::from_toml(text, Path::new("/x"))
                 .unwrap_err()
                 .to_string();
             assert!(!error.contains('\n'), "{error}");
         }
+    }
+
+    #[test]
+    fn a_connection_string_may_come_from_the_environment_and_is_never_shown() {
+        let text = "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n\
+                    [state_postgres]\nconnection_env = 'PATH'\nconnections = 3";
+        let config = Config::from_toml(text, Path::new("/x")).unwrap();
+        let postgres = config.state_postgres.as_ref().unwrap();
+        assert_eq!(
+            postgres.store,
+            Store::Postgres(std::env::var("PATH").unwrap())
+        );
+        assert_eq!(postgres.connections, 3);
+        assert!(!format!("{config:?}").contains(&std::env::var("PATH").unwrap()));
     }
 }

@@ -29,9 +29,10 @@ impl Server {
             let config = config.clone();
             tokio::task::spawn_blocking(move || -> Result<App> {
                 let lock = serve_state(&config)?;
-                let analysts = Analysts::open(&config.state_path())?;
+                let analysts = Analysts::open(&config.store())?;
                 let datasets = open_all(&config)?;
-                Ok(App::new(datasets, analysts, config.limits)?.holding(lock))
+                let connections = config.state_postgres.as_ref().map_or(0, |p| p.connections);
+                Ok(App::new(datasets, analysts, config.limits, connections)?.holding(lock))
             })
             .await
             .map_err(|e| ServeError::Io(e.to_string()))??

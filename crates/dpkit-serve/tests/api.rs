@@ -28,7 +28,7 @@ fn every_endpoint_refuses_without_a_live_key() {
     let key = server.analyst("ann", &["adult"], 10.0, 0.0);
     let body = query_body("adult", "SELECT COUNT(*) FROM adult", 0.1);
     let revoke = || {
-        dpkit_serve::analysts::Analysts::open(&server.state)
+        dpkit_serve::analysts::Analysts::open(&dpkit_ledger::Store::file(&server.state))
             .unwrap()
             .revoke("ann")
             .unwrap()

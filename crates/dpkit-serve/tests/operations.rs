@@ -240,7 +240,7 @@ fn a_backup_taken_under_load_restores_every_account_and_key_and_never_grants_spe
     drop(shared);
 
     // A key revoked since the copy would work again: refused unless asked.
-    dpkit_serve::analysts::Analysts::open(&server.state)
+    dpkit_serve::analysts::Analysts::open(&dpkit_ledger::Store::file(&server.state))
         .unwrap()
         .revoke("bob")
         .unwrap();

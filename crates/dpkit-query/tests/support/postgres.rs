@@ -277,8 +277,9 @@ impl Postgres {
         )
     }
 
-    /// psql connected to the server, stopping at the first error, before `-c`'s text.
-    fn psql_command(&self) -> Command {
+    /// psql connected to the server, stopping at the first error, with
+    /// `options`, before `-c`'s text.
+    fn psql_command(&self, options: &[&str]) -> Command {
         let mut command = Command::new(self.bin.join("psql"));
         command
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
@@ -290,22 +291,48 @@ impl Postgres {
                 "-v",
                 "ON_ERROR_STOP=1",
                 "-q",
-                "-c",
-            ]);
+            ])
+            .args(options)
+            .arg("-c");
         command
     }
 
     /// Runs SQL through psql (a client, which may run as root).
     pub fn psql(&self, sql: &str) {
-        let mut command = self.psql_command();
+        let mut command = self.psql_command(&[]);
         command.arg(sql);
         run(command, "psql");
+    }
+
+    /// The rows of the query `sql`: each value as text, `None` for NULL.
+    pub fn rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        let (field, record, null) = ("\u{1f}", "\u{1e}", "\u{2}");
+        let null_is = format!("null={null}");
+        let options = ["-A", "-t", "-F", field, "-R", record, "-P", &null_is];
+        let mut command = self.psql_command(&options);
+        command.arg(sql);
+        let output = command.output().expect("psql runs");
+        assert!(
+            output.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = String::from_utf8(output.stdout).expect("psql prints UTF-8");
+        text.trim_end_matches('\n')
+            .split(record)
+            .filter(|row| !row.is_empty())
+            .map(|row| {
+                row.split(field)
+                    .map(|value| (value != null).then(|| value.to_string()))
+                    .collect()
+            })
+            .collect()
     }
 
     /// Loads `csv` (with a header row) into `table`, created by `create`.
     pub fn load_csv(&self, create: &str, table: &str, csv: &Path) {
         self.psql(create);
-        let mut command = self.psql_command();
+        let mut command = self.psql_command(&[]);
         command.arg(format!(
             "\\copy {table} FROM '{}' WITH (FORMAT csv, HEADER true)",
             csv.display()

@@ -12,6 +12,7 @@ use axum::http::request::Parts;
 
 use super::App;
 use super::error::ApiError;
+use crate::analysts::Analysts;
 
 /// The analyst a request's key belongs to.
 #[derive(Debug, Clone)]
@@ -32,9 +33,12 @@ impl FromRequestParts<Arc<App>> for Analyst {
             .to_string();
         let name = app
             .off_executor(move |app| {
-                app.analysts
-                    .lock()
-                    .map_err(|_| ApiError::internal())?
+                let mut analysts = app.analysts.lock().map_err(|_| ApiError::internal())?;
+                // A state server that restarted closed the connection.
+                if analysts.is_closed() {
+                    *analysts = Analysts::open(&app.store).map_err(|_| ApiError::internal())?;
+                }
+                analysts
                     .authenticate(&key)
                     .map_err(|_| ApiError::internal())
             })

@@ -77,7 +77,7 @@ pub async fn explain(
     let (dataset, request) = app.granted_off_executor(&analyst, request).await?;
     let run_app = app.clone();
     let ((explained, state), waited) = app
-        .run(&analyst.clone(), (), move || {
+        .run(&analyst.clone(), (), move |()| {
             let engine = &run_app.datasets[dataset].engine;
             let ledger = run_app.ledger(&analyst, dataset)?;
             let explained = engine.explain_against(&request.sql, &request.settings(), &ledger)?;
@@ -124,10 +124,11 @@ pub async fn query(
     let same = app.same.take(&account, &canonical).await?;
     let run_app = app.clone();
     let ((once, state), waited) = app
-        .run(&analyst.clone(), same, move || {
+        .run(&analyst.clone(), same, move |same| {
             let served = &run_app.datasets[dataset];
             let engine = &served.engine;
             let ledger = run_app.ledger(&analyst, dataset)?;
+            same.hold_for(&ledger);
             let mut rng = SecureRng::from_os()?;
             let sql = &request.sql;
             let plan = || {

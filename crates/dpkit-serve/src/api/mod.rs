@@ -20,6 +20,9 @@ mod handlers;
 mod log;
 mod pool;
 mod same;
+#[cfg(test)]
+#[path = "../../../dpkit-query/tests/support/postgres.rs"]
+mod test_server;
 mod turns;
 pub mod types;
 mod workers;
@@ -33,6 +36,8 @@ pub struct App {
     /// The limits.
     pub limits: Limits,
     analysts: Mutex<Analysts>,
+    /// Where the state is.
+    store: dpkit_ledger::Store,
     /// Ledger connections kept open between requests.
     ledgers: Arc<pool::LedgerPool>,
     /// A connection to the ledger's file for reading grants.
@@ -53,20 +58,29 @@ pub struct App {
 }
 
 impl App {
-    /// The state of a server over `datasets`.
-    pub fn new(datasets: Vec<Dataset>, analysts: Analysts, limits: Limits) -> crate::Result<Self> {
-        let grants = Mutex::new(dpkit_ledger::Ledger::reader(analysts.path())?);
-        let accounts = Mutex::new(dpkit_ledger::Ledger::reader(analysts.path())?);
+    /// The state of a server over `datasets`, with the analysts of its
+    /// state, holding at most `connections` ledgers open at once if the
+    /// state is in PostgreSQL (see [`pool`]).
+    pub fn new(
+        datasets: Vec<Dataset>,
+        analysts: Analysts,
+        limits: Limits,
+        connections: usize,
+    ) -> crate::Result<Self> {
+        let store = analysts.store().clone();
+        let grants = Mutex::new(dpkit_ledger::Ledger::reader_in(&store)?);
+        let accounts = Mutex::new(dpkit_ledger::Ledger::reader_in(&store)?);
         Ok(Self {
             accounts,
             stopping: Default::default(),
             grants,
-            ledgers: Arc::new(pool::LedgerPool::open(analysts.path())?),
+            ledgers: Arc::new(pool::LedgerPool::open(&store, connections)?),
             datasets,
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
             turns: turns::Turns::new(limits.workers, limits.runs_per_analyst()),
             workers: workers::Workers::start(limits.workers)?,
-            same: same::SameRequests::new(&requests_folder(analysts.path()))?,
+            same: same::SameRequests::new(&store, &requests_folder(&store))?,
+            store,
             analysts: Mutex::new(analysts),
             limits,
             metrics: Metrics::default(),
@@ -83,11 +97,22 @@ impl App {
 
     /// Every account in the state database, with its budget.
     pub(crate) fn accounts(&self) -> crate::Result<Vec<(String, dpkit_ledger::BudgetState)>> {
-        let reader = self
-            .accounts
+        Ok(self.reader(&self.accounts)?.every_account()?)
+    }
+
+    /// The state's reader in `slot`, replaced first if the server closed
+    /// its connection (a PostgreSQL restart or failover).
+    fn reader<'a>(
+        &self,
+        slot: &'a Mutex<dpkit_query::Ledger>,
+    ) -> crate::Result<std::sync::MutexGuard<'a, dpkit_query::Ledger>> {
+        let mut reader = slot
             .lock()
             .map_err(|_| crate::ServeError::State("a reader failed".into()))?;
-        Ok(reader.every_account()?)
+        if reader.is_closed() {
+            *reader = dpkit_ledger::Ledger::reader_in(&self.store)?;
+        }
+        Ok(reader)
     }
 
     /// The count of runs under way, which outlives the app: the server
@@ -142,7 +167,7 @@ impl App {
 
     /// Whether `analyst` has been granted dataset `index`.
     fn is_granted(&self, analyst: &str, index: usize) -> Result<bool, ApiError> {
-        let grants = self.grants.lock().map_err(|_| ApiError::internal())?;
+        let grants = self.reader(&self.grants)?;
         Ok(grants.has_other_account(&account(analyst, self.datasets[index].name()))?)
     }
 
@@ -192,15 +217,16 @@ impl App {
     /// Runs `work` (planning, the engine, the ledger: all blocking) on a
     /// worker thread ([`workers`]) when it is `analyst`'s turn (see [`turns`]): at most
     /// `workers` runs at once, and `runs_per_analyst` of one analyst's.
-    /// The worker and `guard` move into the run: a client that leaves
-    /// drops its request, never the run under way, which goes on holding
-    /// its worker and its request's lock until it ends. Returns the run's
+    /// The worker and `guard` move into the run, which is given it: a
+    /// client that leaves drops its request, never the run under way,
+    /// which goes on holding its worker and its request's lock until it
+    /// ends. Returns the run's
     /// outcome and how long the request waited for its turn, in seconds.
     async fn run<T: Send + 'static, G: Send + 'static>(
         &self,
         analyst: &str,
         guard: G,
-        work: impl FnOnce() -> Result<T, dpkit_query::QueryError> + Send + 'static,
+        work: impl FnOnce(&G) -> Result<T, dpkit_query::QueryError> + Send + 'static,
     ) -> Result<(T, f64), ApiError> {
         let asked = std::time::Instant::now();
         let slot = self
@@ -213,7 +239,7 @@ impl App {
         let outcome = self
             .workers
             .run(move || {
-                let outcome = work();
+                let outcome = work(&guard);
                 // The request's lock first: the turn is the last thing
                 // held, so the next run finds it free.
                 drop(guard);
@@ -227,9 +253,13 @@ impl App {
     }
 }
 
-/// The folder of the lock files of [`same`], beside the state file.
-fn requests_folder(state: &std::path::Path) -> PathBuf {
-    state.with_file_name("requests")
+/// The folder of the lock files of [`same`], beside the state file (a
+/// state in PostgreSQL keeps its turns there, and needs none).
+fn requests_folder(state: &dpkit_ledger::Store) -> PathBuf {
+    match state {
+        dpkit_ledger::Store::File(path) => path.with_file_name("requests"),
+        _ => PathBuf::new(),
+    }
 }
 
 /// The OpenAPI document.

@@ -20,11 +20,20 @@
 //! next copy takes. A process stopped (not dead) mid-run keeps its turn:
 //! copies of that request wait until it goes on. Nothing else may delete
 //! these files while a server runs.
+//!
+//! On a state in PostgreSQL, shared by servers on several machines, a
+//! request's turn is instead a lock in the database
+//! (`dpkit_ledger::RequestTurns`), keyed by the first 64 bits of the same
+//! SHA-256: two requests share a key only by a collision, which makes one
+//! wait for the other, and nothing more. A run then keeps its answer only
+//! while its turn is still held (`Ledger::keep_answers_holding`).
 
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use dpkit_ledger::{Ledger, RequestTurns, Store, Turn};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Result, ServeError};
@@ -32,55 +41,126 @@ use crate::error::{Result, ServeError};
 /// How long a copy sleeps between tries of another run's lock.
 const RETRY: Duration = Duration::from_millis(2);
 
-/// The folder of the requests' lock files.
-pub(crate) struct SameRequests {
-    folder: PathBuf,
+/// Where the requests' turns are kept.
+pub(crate) enum SameRequests {
+    /// The folder of the requests' lock files.
+    Files(PathBuf),
+    /// The turns in a PostgreSQL state.
+    Postgres(Arc<RequestTurns>),
 }
 
 /// A request's turn to run: held until dropped, by the run even if its
-/// client leaves. Dropping it removes the file, then lets the lock go.
-pub(crate) struct SameRequest {
-    file: File,
-    path: PathBuf,
+/// client leaves.
+pub(crate) enum SameRequest {
+    /// Dropping it removes the file, then lets the lock go.
+    File { file: File, path: PathBuf },
+    /// A turn in the database, let go where blocking is allowed.
+    Postgres(HeldTurn),
+}
+
+/// A [`Turn`] that is never let go on the threads that serve connections
+/// (letting it go is a round trip to the database).
+pub(crate) struct HeldTurn(Option<Turn>);
+
+impl Drop for HeldTurn {
+    fn drop(&mut self) {
+        let Some(turn) = self.0.take() else { return };
+        // Dropped by a request whose client left before its run began:
+        // on a thread of its own, which even a runtime that stops lets run.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::spawn(move || drop(turn));
+        } else {
+            drop(turn);
+        }
+    }
 }
 
 impl Drop for SameRequest {
     fn drop(&mut self) {
-        // While the lock is held: no one can hold this file's lock now.
-        let _ = std::fs::remove_file(&self.path);
-        let _ = self.file.unlock();
+        if let Self::File { file, path } = self {
+            // While the lock is held: no one can hold this file's lock now.
+            let _ = std::fs::remove_file(&*path);
+            let _ = file.unlock();
+        }
+    }
+}
+
+impl SameRequest {
+    /// Makes `ledger` keep its answers only while this turn is held (a
+    /// turn in the database can be lost while the run goes on); a file's
+    /// lock is held for as long as the process lives. The pool's ledger
+    /// forgets the turn when it goes back.
+    pub(crate) fn hold_for(&self, ledger: &Ledger) {
+        if let Self::Postgres(HeldTurn(turn)) = self {
+            ledger.keep_answers_holding(turn.as_ref());
+        }
     }
 }
 
 impl SameRequests {
-    /// The requests whose lock files are in `folder` (made if need be).
-    pub(crate) fn new(folder: &Path) -> Result<Self> {
-        std::fs::create_dir_all(folder)
-            .map_err(|e| ServeError::State(format!("cannot create {}: {e}", folder.display())))?;
-        Ok(Self {
-            folder: folder.to_path_buf(),
-        })
+    /// The requests' turns of the state `store`: lock files in `folder`
+    /// (made if need be) beside a state file, or turns in PostgreSQL.
+    pub(crate) fn new(store: &Store, folder: &Path) -> Result<Self> {
+        if let Store::File(_) = store {
+            std::fs::create_dir_all(folder).map_err(|e| {
+                ServeError::State(format!("cannot create {}: {e}", folder.display()))
+            })?;
+            return Ok(Self::Files(folder.to_path_buf()));
+        }
+        Ok(Self::Postgres(Arc::new(RequestTurns::open(store)?)))
     }
 
     /// Waits until no other copy of `request` of `account` runs, here or
     /// in another process, and takes its turn.
     pub(crate) async fn take(&self, account: &str, request: &str) -> Result<SameRequest> {
-        let path = self.folder.join(format!("{}.lock", name(account, request)));
-        let failed = |e: std::io::Error| ServeError::State(format!("{}: {e}", path.display()));
+        match self {
+            Self::Files(folder) => take_file(folder, account, request).await,
+            Self::Postgres(turns) => take_in_database(turns, account, request).await,
+        }
+    }
+}
+
+/// A request's turn in the database: tried off the executor until free.
+async fn take_in_database(
+    turns: &Arc<RequestTurns>,
+    account: &str,
+    request: &str,
+) -> Result<SameRequest> {
+    let digest = digest(account, request);
+    let key = i64::from_be_bytes(digest[..8].try_into().expect("SHA-256 has 32 bytes"));
+    loop {
+        let turns = turns.clone();
+        let taken = tokio::task::spawn_blocking(move || {
+            turns
+                .try_take(key)
+                .map(|turn| turn.map(|t| HeldTurn(Some(t))))
+        })
+        .await
+        .map_err(|_| ServeError::State("a request's turn could not be taken".into()))??;
+        match taken {
+            Some(turn) => return Ok(SameRequest::Postgres(turn)),
+            None => tokio::time::sleep(RETRY).await,
+        }
+    }
+}
+
+/// A request's turn as a lock file in `folder`.
+async fn take_file(folder: &Path, account: &str, request: &str) -> Result<SameRequest> {
+    let path = folder.join(format!("{}.lock", name(account, request)));
+    let failed = |e: std::io::Error| ServeError::State(format!("{}: {e}", path.display()));
+    loop {
+        let file = crate::server::open_lock_file(&path)?;
         loop {
-            let file = crate::server::open_lock_file(&path)?;
-            loop {
-                match file.try_lock() {
-                    Ok(()) => break,
-                    Err(TryLockError::WouldBlock) => tokio::time::sleep(RETRY).await,
-                    Err(TryLockError::Error(e)) => return Err(failed(e)),
-                }
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => tokio::time::sleep(RETRY).await,
+                Err(TryLockError::Error(e)) => return Err(failed(e)),
             }
-            // The run before may have removed the file while this one
-            // waited: its lock is then no one's turn, and the path's is.
-            if is_at(&file, &path) {
-                return Ok(SameRequest { file, path });
-            }
+        }
+        // The run before may have removed the file while this one
+        // waited: its lock is then no one's turn, and the path's is.
+        if is_at(&file, &path) {
+            return Ok(SameRequest::File { file, path });
         }
     }
 }
@@ -104,12 +184,17 @@ fn is_at(_file: &File, _path: &Path) -> bool {
 
 /// The name of the lock file of `request` of `account`.
 fn name(account: &str, request: &str) -> String {
-    let digest = Sha256::new()
+    crate::analysts::hex(&digest(account, request))
+}
+
+/// The SHA-256 of `account` and `request`, apart.
+fn digest(account: &str, request: &str) -> [u8; 32] {
+    Sha256::new()
         .chain_update(account.as_bytes())
         .chain_update([0])
         .chain_update(request.as_bytes())
-        .finalize();
-    crate::analysts::hex(&digest)
+        .finalize()
+        .into()
 }
 
 #[cfg(test)]
@@ -138,9 +223,10 @@ mod tests {
     #[tokio::test]
     async fn a_copy_waits_for_the_run_of_another_process_and_no_other_request_does() {
         let folder = std::env::temp_dir().join(format!("dpkit-same-{}", std::process::id()));
+        let state = Store::file(&folder.join("state.sqlite"));
         let (here, there) = (
-            SameRequests::new(&folder).unwrap(),
-            SameRequests::new(&folder).unwrap(),
+            SameRequests::new(&state, &folder).unwrap(),
+            SameRequests::new(&state, &folder).unwrap(),
         );
         let at_once = Duration::from_millis(100);
         let first = here.take("ann/adult", "a request").await.unwrap();
@@ -179,5 +265,45 @@ mod tests {
         let left = std::fs::read_dir(&folder).unwrap().count();
         assert_eq!(left, 0, "a lock file outlived its run");
         std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    /// On a PostgreSQL state, the turn is the database's, and a run whose
+    /// turn went with its session (a network cut) keeps no answer.
+    #[test]
+    fn a_run_whose_turn_in_postgresql_was_lost_keeps_no_answer() {
+        use dpkit_core::accounting::PrivacyLoss;
+        use dpkit_ledger::Once;
+        let server = crate::api::test_server::Postgres::start_durable("serve-same");
+        let store = Store::Postgres(server.connection());
+        Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let (here, there) = (
+            SameRequests::new(&store, Path::new("")).unwrap(),
+            SameRequests::new(&store, Path::new("")).unwrap(),
+        );
+        let ledger = Ledger::open_account_in(&store, "ann/adult").unwrap();
+        let cost = PrivacyLoss::pure(0.25).unwrap();
+        for (request, lost) in [("kept", false), ("lost", true)] {
+            let turn = runtime.block_on(here.take("ann/adult", request)).unwrap();
+            let copy = runtime.block_on(async {
+                tokio::time::timeout(Duration::from_millis(100), there.take("ann/adult", request))
+                    .await
+            });
+            assert!(copy.is_err(), "a copy ran beside the first");
+            let Once::Charged(charge) = ledger.charge_once(cost, "q", request).unwrap() else {
+                panic!("a new request is charged");
+            };
+            turn.hold_for(&ledger);
+            if lost {
+                server.psql(
+                    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'",
+                );
+            }
+            let kept = ledger.keep_answer(charge, "the answer");
+            assert_eq!(kept.is_ok(), !lost, "{request}: {kept:?}");
+            let replayed = ledger.replayed(request).unwrap();
+            assert_eq!(replayed.is_some(), !lost, "{request}");
+            drop(turn);
+        }
     }
 }

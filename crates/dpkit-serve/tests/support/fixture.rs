@@ -119,9 +119,19 @@ impl TestServer {
 
     /// Adds `name` with a budget of (ε, δ) on each of `datasets`; its key.
     pub fn analyst(&self, name: &str, datasets: &[&str], epsilon: f64, delta: f64) -> String {
-        let key = Analysts::open(&self.state).unwrap().add(name).unwrap();
+        let key = Analysts::open(&dpkit_ledger::Store::file(&self.state))
+            .unwrap()
+            .add(name)
+            .unwrap();
         for dataset in datasets {
-            grant(&self.state, name, dataset, epsilon, delta).unwrap();
+            grant(
+                &dpkit_ledger::Store::file(&self.state),
+                name,
+                dataset,
+                epsilon,
+                delta,
+            )
+            .unwrap();
         }
         key
     }

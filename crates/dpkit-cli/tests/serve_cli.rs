@@ -124,6 +124,14 @@ struct Running {
     operations: Option<SocketAddr>,
 }
 
+/// A test that fails leaves no server running.
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Running {
     /// `kill -9`, and waits until it is gone.
     fn stop(&mut self) {
@@ -195,12 +203,28 @@ fn started(mut child: Child) -> (Running, Vec<String>) {
     )
 }
 
-/// Two servers started at once on `folder`'s state, each with its own
-/// operations address.
-fn start_two(folder: &Path, log: &Path) -> [Running; 2] {
+/// Two servers started at once, from `homes`' configurations, each with
+/// its own operations address.
+fn start_two(homes: &[PathBuf; 2], log: &Path) -> [Running; 2] {
     let extra = ["--operations-address", "127.0.0.1:0"];
-    let children = [spawn(folder, log, &extra), spawn(folder, log, &extra)];
+    let children = [spawn(&homes[0], log, &extra), spawn(&homes[1], log, &extra)];
     children.map(|child| started(child).0)
+}
+
+/// The folders two servers on `state` start from: `folder` for both on a
+/// state file, as on one machine; for a state in PostgreSQL, `folder` and
+/// a second with the same serve.toml and a state directory of its own, as
+/// on two machines (nothing on disk is shared).
+fn homes(folder: &Path, state: &State) -> [PathBuf; 2] {
+    match state {
+        State::File(_) => [folder.to_path_buf(), folder.to_path_buf()],
+        State::Postgres(_) => {
+            let second = folder.join("second-machine");
+            std::fs::create_dir_all(&second).unwrap();
+            std::fs::copy(folder.join("serve.toml"), second.join("serve.toml")).unwrap();
+            [folder.to_path_buf(), second]
+        }
+    }
 }
 
 #[test]
@@ -725,7 +749,8 @@ fn two_servers_on_a_postgresql_state_charge_exactly_the_budget_and_answer_a_requ
 fn two_servers_charge_exactly_the_budget_and_answer_a_request_once(folder: &Path, state: &State) {
     let folder = folder.to_path_buf();
     // Both start at once on a state that does not exist yet.
-    let mut running = start_two(&folder, &folder.join("server.log"));
+    let homes = homes(&folder, state);
+    let mut running = start_two(&homes, &folder.join("server.log"));
     let servers = [running[0].address, running[1].address];
     // δ = 0: plain sums only, so the budget pays for exactly 100 at ε = 0.01.
     let (ann, bob) = (
@@ -760,10 +785,11 @@ fn two_servers_charge_exactly_the_budget_and_answer_a_request_once(folder: &Path
     let ten = Some("10".to_string());
     assert_eq!(counts, [[ten.clone(), ten]]);
     if let State::Postgres(_) = state {
-        assert!(
-            !folder.join("state/state.sqlite").exists(),
-            "a file was written"
-        );
+        for home in &homes {
+            let state = home.join("state");
+            let written = ["state.sqlite", "requests"].map(|name| state.join(name).exists());
+            assert_eq!(written, [false, false], "state kept in {}", state.display());
+        }
     }
     for server in &mut running {
         server.stop();
@@ -797,7 +823,8 @@ fn kill_9_of_one_of_two_loses_nothing(folder: &Path, state: &State) {
         Arc::new(AtomicUsize::new(0)),
         Arc::new(Mutex::new(Vec::new())),
     );
-    let mut running = [start(&folder, &log), start(&folder, &log)];
+    let homes = homes(&folder, state);
+    let mut running = [start(&homes[0], &log), start(&homes[1], &log)];
     let mut charged = 0;
     for round in 0..12u64 {
         let (victim, other) = (
@@ -817,7 +844,7 @@ fn kill_9_of_one_of_two_loses_nothing(folder: &Path, state: &State) {
             assert_eq!(stopped, c % 2 == 1, "client {c} in round {round}");
         }
         charged = nothing_lost(state, &released, charged);
-        *killed = start(&folder, &log);
+        *killed = start(&homes[round as usize % 2], &log);
     }
     // A request moved from the killed server ran under the charge it had
     // there, if it had one: no query was charged twice.
@@ -868,7 +895,7 @@ fn a_server_answers_on_after_its_postgresql_state_ends_every_session() {
     let first = ask(0);
     assert_eq!(first.status, 200, "{}", first.body);
     database.psql(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
          WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
     );
     std::thread::sleep(Duration::from_millis(100));
@@ -885,5 +912,8 @@ fn a_server_answers_on_after_its_postgresql_state_ends_every_session() {
     let spent = budget["budgets"][0]["spent_epsilon"].as_f64().unwrap();
     assert!((spent - 0.04).abs() < 1e-9, "spent {spent}");
     running.stop();
+    let (ok, _, err) = serve_command(&folder, &["backup", "/tmp/never-written.sqlite"]);
+    assert!(!ok && err.trim().lines().count() == 1, "{err}");
+    assert!(err.contains("pg_dump"), "{err}");
     std::fs::remove_dir_all(&folder).unwrap();
 }

@@ -209,7 +209,11 @@ fn write_groups(
             match store.connect() {
                 Ok(new) => connection = new,
                 Err(e) => {
-                    fail(group, &e.to_string(), store, counts);
+                    let reason = match e {
+                        crate::LedgerError::Storage { reason, .. } => reason,
+                        other => other.to_string(),
+                    };
+                    fail(group, &reason, store, counts);
                     continue;
                 }
             }

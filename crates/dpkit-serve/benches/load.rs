@@ -5,8 +5,9 @@
 //! (charged and run every time, its plan kept). Prints queries per second, p50 and p99 latency, and where
 //! one query's time goes, measured stage by stage in the same process.
 //!
-//! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N] [analysts=N]`
-//! (default 5 s per row). `benches/against.sh [--release] COMMIT` runs it
+//! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N] [analysts=N] [postgres]`
+//! (default 5 s per row; `postgres` keeps the state in a PostgreSQL server
+//! started for the run on loopback, with `fsync = on`, instead of a file). `benches/against.sh [--release] COMMIT` runs it
 //! on this build and on COMMIT's (and this tree's release build), one after
 //! the other in each round, and prints their medians side by side and
 //! every run's row.
@@ -17,6 +18,8 @@ mod fixture;
 #[allow(dead_code)]
 #[path = "../tests/support/http.rs"]
 mod http;
+#[path = "../../dpkit-query/tests/support/postgres.rs"]
+mod postgres;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -214,6 +217,22 @@ fn main() {
     // by default), as an organisation's analysts share one server.
     let analysts = setting("analysts").unwrap_or(1).max(1);
     println!("analysts: {analysts}, the clients spread over them in turn");
+    let database = std::env::args()
+        .any(|a| a == "postgres")
+        .then(|| postgres::Postgres::start_durable("load"));
+    if let Some(database) = &database {
+        limits.push_str(&format!(
+            "\n[state_postgres]\nconnection = {:?}",
+            database.connection()
+        ));
+    }
+    println!(
+        "state: {}",
+        match database {
+            Some(_) => "in PostgreSQL (a server on loopback, fsync on)",
+            None => "a SQLite file",
+        }
+    );
     let server = TestServer::start("load", &[adult_description()], &limits);
     let keys: Vec<String> = (0..analysts)
         .map(|i| server.analyst(&format!("bench{i}"), &["adult"], 1000.0, 0.0))
@@ -241,6 +260,7 @@ fn main() {
             );
         }
     }
+    // The stages are measured on a ledger file, whatever the server's state.
     for kind in ["COUNT", "GROUP BY"] {
         stages(&server.folder, kind);
     }

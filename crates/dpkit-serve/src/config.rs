@@ -62,8 +62,10 @@ pub struct DatasetConfig {
 pub struct PostgresState {
     /// The database (its `Debug` never shows the connection string).
     pub store: Store,
-    /// The most connections this process holds for accounts' ledgers; it
-    /// holds four more (the writer, request turns, grants, metrics).
+    /// The most connections this process holds for accounts' ledgers
+    /// (default `workers + 4`, at least `workers + 1`, so that a read of a
+    /// budget never waits for every run to end); it holds five more (the
+    /// writer, request turns, keys, grants, metrics).
     pub connections: usize,
 }
 
@@ -128,12 +130,7 @@ struct RawConfig {
 struct RawPostgres {
     connection: Option<String>,
     connection_env: Option<String>,
-    #[serde(default = "default_connections")]
-    connections: usize,
-}
-
-fn default_connections() -> usize {
-    16
+    connections: Option<usize>,
 }
 
 /// The most connections `[state_postgres] connections` may ask for.
@@ -184,7 +181,11 @@ impl Config {
         if raw.datasets.is_empty() {
             return Err(ServeError::Config("no [[datasets]] to serve".into()));
         }
-        let state_postgres = raw.state_postgres.map(postgres_state).transpose()?;
+        let workers = raw.limits.workers;
+        let state_postgres = raw
+            .state_postgres
+            .map(|raw| postgres_state(raw, workers))
+            .transpose()?;
         Ok(Self {
             address,
             state_dir: base.join(raw.state_dir),
@@ -258,7 +259,7 @@ impl Config {
 /// `[state_postgres]`: its connection string, given or read from the
 /// environment variable it names (so that no password need be in the
 /// file); the variable's value is never shown.
-fn postgres_state(raw: RawPostgres) -> Result<PostgresState> {
+fn postgres_state(raw: RawPostgres, workers: usize) -> Result<PostgresState> {
     let connection = match (raw.connection, raw.connection_env) {
         (Some(connection), None) => connection,
         (None, Some(variable)) => std::env::var(&variable)
@@ -275,14 +276,17 @@ fn postgres_state(raw: RawPostgres) -> Result<PostgresState> {
             ));
         }
     };
-    if raw.connections == 0 || raw.connections > MAX_CONNECTIONS {
+    // Each run holds one ledger for as long as it runs.
+    let least = workers + 1;
+    let connections = raw.connections.unwrap_or(workers + 4);
+    if !(least..=MAX_CONNECTIONS).contains(&connections) {
         return Err(ServeError::Config(format!(
-            "[state_postgres] connections must be from 1 to {MAX_CONNECTIONS}"
+            "[state_postgres] connections must be from workers + 1 ({least}) to {MAX_CONNECTIONS}"
         )));
     }
     Ok(PostgresState {
         store: Store::Postgres(connection),
-        connections: raw.connections,
+        connections,
     })
 }
 
@@ -397,6 +401,7 @@ mod tests {
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnections = 4",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection = 'x'\nconnection_env = 'PATH'",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection = 'x'\nconnections = 0",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 4\n[state_postgres]\nconnection = 'x'\nconnections = 4",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection_env = 'DPKIT_NO_SUCH_VARIABLE'",
         ] {
             let error = Config::from_toml(text, Path::new("/x"))
@@ -409,7 +414,7 @@ mod tests {
     #[test]
     fn a_connection_string_may_come_from_the_environment_and_is_never_shown() {
         let text = "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n\
-                    [state_postgres]\nconnection_env = 'PATH'\nconnections = 3";
+                    [limits]\nworkers = 2\n[state_postgres]\nconnection_env = 'PATH'\nconnections = 3";
         let config = Config::from_toml(text, Path::new("/x")).unwrap();
         let postgres = config.state_postgres.as_ref().unwrap();
         assert_eq!(
@@ -418,5 +423,9 @@ mod tests {
         );
         assert_eq!(postgres.connections, 3);
         assert!(!format!("{config:?}").contains(&std::env::var("PATH").unwrap()));
+        let text = "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n\
+                    [limits]\nworkers = 3\n[state_postgres]\nconnection = 'x'";
+        let config = Config::from_toml(text, Path::new("/x")).unwrap();
+        assert_eq!(config.state_postgres.unwrap().connections, 7, "workers + 4");
     }
 }

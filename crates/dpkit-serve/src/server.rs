@@ -24,6 +24,13 @@ impl Server {
     /// on one machine, and share its accounts and kept answers; a restore
     /// is refused until every one has stopped.
     pub async fn bind(config: &Config) -> Result<Self> {
+        // Listening first: an app, with its engines and connections, may
+        // only be dropped where blocking is allowed, never here.
+        let listener = listen(config.address).await?;
+        let operations = match config.operations {
+            Some(address) => Some(listen(address).await?),
+            None => None,
+        };
         // The state and the tables are opened where blocking is allowed.
         let app = {
             let config = config.clone();
@@ -36,11 +43,6 @@ impl Server {
             })
             .await
             .map_err(|e| ServeError::Io(e.to_string()))??
-        };
-        let listener = listen(config.address).await?;
-        let operations = match config.operations {
-            Some(address) => Some(listen(address).await?),
-            None => None,
         };
         Ok(Self {
             listener,

@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(sessions(&server), "3", "a's idle ledger made way for c's");
         // Sessions the server ended are let go, idle or coming back.
         server.psql(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
              WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
         );
         std::thread::sleep(Duration::from_millis(100));

@@ -268,7 +268,8 @@ mod tests {
     }
 
     /// On a PostgreSQL state, the turn is the database's, and a run whose
-    /// turn went with its session (a network cut) keeps no answer.
+    /// turn went with its session (a network cut) keeps no answer; the copy
+    /// that takes the turn then keeps its own.
     #[test]
     fn a_run_whose_turn_in_postgresql_was_lost_keeps_no_answer() {
         use dpkit_core::accounting::PrivacyLoss;
@@ -281,8 +282,13 @@ mod tests {
             SameRequests::new(&store, Path::new("")).unwrap(),
             SameRequests::new(&store, Path::new("")).unwrap(),
         );
-        let ledger = Ledger::open_account_in(&store, "ann/adult").unwrap();
+        let writer = dpkit_ledger::GroupCommit::open_in(&store).unwrap();
+        let ledger = writer.open_account("ann/adult").unwrap();
         let cost = PrivacyLoss::pure(0.25).unwrap();
+        let charge = |request| match ledger.charge_once(cost, "q", request).unwrap() {
+            Once::Charged(charge) | Once::Unanswered(charge) => charge,
+            other => panic!("{other:?}"),
+        };
         for (request, lost) in [("kept", false), ("lost", true)] {
             let turn = runtime.block_on(here.take("ann/adult", request)).unwrap();
             let copy = runtime.block_on(async {
@@ -290,20 +296,33 @@ mod tests {
                     .await
             });
             assert!(copy.is_err(), "a copy ran beside the first");
-            let Once::Charged(charge) = ledger.charge_once(cost, "q", request).unwrap() else {
-                panic!("a new request is charged");
-            };
+            // As the query handler does: the turn, then the charge.
             turn.hold_for(&ledger);
+            let charged = charge(request);
             if lost {
+                // Waits (up to 5 s) for each session to end.
                 server.psql(
-                    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'",
+                    "SELECT pg_terminate_backend(pid, 5000) FROM pg_locks \
+                     WHERE locktype = 'advisory'",
                 );
             }
-            let kept = ledger.keep_answer(charge, "the answer");
+            let kept = ledger.keep_answer(charged, "the answer");
             assert_eq!(kept.is_ok(), !lost, "{request}: {kept:?}");
             let replayed = ledger.replayed(request).unwrap();
             assert_eq!(replayed.is_some(), !lost, "{request}");
             drop(turn);
         }
+        // The copy takes the lost run's turn, and keeps its answer under
+        // the charge that run left.
+        let turn = runtime.block_on(there.take("ann/adult", "lost")).unwrap();
+        turn.hold_for(&ledger);
+        let charged = charge("lost");
+        assert_eq!(ledger.keep_answer(charged, "the copy's").unwrap(), None);
+        assert_eq!(
+            ledger.replayed("lost").unwrap().as_deref(),
+            Some("the copy's")
+        );
+        assert_eq!(ledger.state().unwrap().queries, 2, "no second charge");
+        drop(turn);
     }
 }

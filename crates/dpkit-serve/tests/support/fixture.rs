@@ -119,19 +119,10 @@ impl TestServer {
 
     /// Adds `name` with a budget of (ε, δ) on each of `datasets`; its key.
     pub fn analyst(&self, name: &str, datasets: &[&str], epsilon: f64, delta: f64) -> String {
-        let key = Analysts::open(&dpkit_ledger::Store::file(&self.state))
-            .unwrap()
-            .add(name)
-            .unwrap();
+        let state = self.config.store();
+        let key = Analysts::open(&state).unwrap().add(name).unwrap();
         for dataset in datasets {
-            grant(
-                &dpkit_ledger::Store::file(&self.state),
-                name,
-                dataset,
-                epsilon,
-                delta,
-            )
-            .unwrap();
+            grant(&state, name, dataset, epsilon, delta).unwrap();
         }
         key
     }

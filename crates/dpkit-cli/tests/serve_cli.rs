@@ -871,17 +871,36 @@ fn kill_9_of_one_of_two_loses_nothing(folder: &Path, state: &State) {
     std::fs::remove_dir_all(&folder).unwrap();
 }
 
-/// A PostgreSQL state that ends every session under a running server (a
-/// restart, a failover): the server answers on, on new sessions, its
-/// answers kept and its budgets whole.
+/// The operators' health check of `running`: its status.
+fn health(running: &Running) -> u16 {
+    request(running.operations.unwrap(), "GET", "/health", None, None).status
+}
+
+/// Whether `running`'s health turns `status` within `seconds`.
+fn turns_to(running: &Running, status: u16, seconds: u64) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(seconds);
+    while health(running) != status {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// A PostgreSQL state that ends every session under a running server, then
+/// stops and starts again (a restart): the server answers on, on new
+/// sessions, its answers kept and its budgets whole; while the database is
+/// down, its health says so and nothing is answered.
 #[test]
-fn a_server_answers_on_after_its_postgresql_state_ends_every_session() {
-    let (folder, state) = setup_postgres("ended");
-    let State::Postgres(database) = &state else {
+fn a_server_answers_on_after_its_postgresql_state_restarts() {
+    let (folder, mut state) = setup_postgres("ended");
+    let State::Postgres(database) = &mut state else {
         unreachable!("set up in PostgreSQL")
     };
     let key = add_analyst_with(&folder, "ann", "1", "0");
-    let mut running = start(&folder, &folder.join("server.log"));
+    let log = folder.join("server.log");
+    let (running, _) = start_with(&folder, &log, &["--operations-address", "127.0.0.1:0"]);
     let ask = |i: usize| {
         let (_, body) = distinct_query(i);
         request(
@@ -903,6 +922,13 @@ fn a_server_answers_on_after_its_postgresql_state_ends_every_session() {
         let response = ask(i);
         assert_eq!(response.status, 200, "{}", response.body);
     }
+    database.stop();
+    assert!(turns_to(&running, 503, 10), "healthy with its state down");
+    assert_ne!(ask(4).status, 200, "answered with its state down");
+    database.start_again();
+    assert!(turns_to(&running, 200, 30), "unhealthy with its state back");
+    let answered = ask(5);
+    assert_eq!(answered.status, 200, "{}", answered.body);
     let again = ask(0).json();
     assert_eq!(
         (&again["rows"], again["replay"].as_bool()),
@@ -910,8 +936,8 @@ fn a_server_answers_on_after_its_postgresql_state_ends_every_session() {
     );
     let budget = request(running.address, "GET", "/v1/budget", Some(&key), None).json();
     let spent = budget["budgets"][0]["spent_epsilon"].as_f64().unwrap();
-    assert!((spent - 0.04).abs() < 1e-9, "spent {spent}");
-    running.stop();
+    assert!((spent - 0.05).abs() < 1e-9, "spent {spent} for 5 answers");
+    drop(running);
     let (ok, _, err) = serve_command(&folder, &["backup", "/tmp/never-written.sqlite"]);
     assert!(!ok && err.trim().lines().count() == 1, "{err}");
     assert!(err.contains("pg_dump"), "{err}");

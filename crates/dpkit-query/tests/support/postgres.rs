@@ -13,6 +13,8 @@ pub struct Postgres {
     pub port: u16,
     bin: PathBuf,
     stopped: bool,
+    /// The server's options, to start it again as it was.
+    options: String,
 }
 
 /// The newest installed server's binaries (`DPKIT_PG_BIN` overrides).
@@ -187,6 +189,21 @@ fn server_certificate(folder: &Path, ca: &str) {
     );
 }
 
+/// `pg_ctl start` of the server in `data`, logging to `folder`'s `log`,
+/// with the server's `options`; waits until it accepts connections.
+fn pg_ctl_start(bin: &Path, data: &Path, folder: &Path, options: &str) {
+    let mut start = server_command(bin, "pg_ctl");
+    start
+        .arg("-D")
+        .arg(data)
+        .arg("-l")
+        .arg(folder.join("log"))
+        .arg("-o")
+        .arg(options)
+        .args(["-w", "-t", "60", "start"]);
+    run(start, "pg_ctl start");
+}
+
 impl Postgres {
     /// Starts a server in a new temporary folder named after `name`.
     pub fn start(name: &str) -> Self {
@@ -247,25 +264,18 @@ impl Postgres {
             require_tls(&folder, &data);
         }
         let port = free_port();
-        let mut start = server_command(&bin, "pg_ctl");
-        start
-            .arg("-D")
-            .arg(&data)
-            .arg("-l")
-            .arg(folder.join("log"))
-            .arg("-o")
-            .arg(format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync={}",
-                folder.display(),
-                if fsync { "on" } else { "off" }
-            ))
-            .args(["-w", "-t", "60", "start"]);
-        run(start, "pg_ctl start");
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync={}",
+            folder.display(),
+            if fsync { "on" } else { "off" }
+        );
+        pg_ctl_start(&bin, &data, &folder, &options);
         Self {
             folder,
             port,
             bin,
             stopped: false,
+            options,
         }
     }
 
@@ -338,6 +348,19 @@ impl Postgres {
             csv.display()
         ));
         run(command, "psql \\copy");
+    }
+
+    /// Starts the server stopped by [`Postgres::stop`] again, on its port
+    /// and data, as after a crash or a restart.
+    pub fn start_again(&mut self) {
+        assert!(self.stopped, "the server runs");
+        pg_ctl_start(
+            &self.bin,
+            &self.folder.join("data"),
+            &self.folder,
+            &self.options,
+        );
+        self.stopped = false;
     }
 
     /// Stops the server at once (as a crash would).

@@ -1,6 +1,5 @@
 //! The HTTP JSON API under `/v1`, its OpenAPI document, and the web page.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -40,7 +39,7 @@ pub struct App {
     store: dpkit_ledger::Store,
     /// Ledger connections kept open between requests.
     ledgers: Arc<pool::LedgerPool>,
-    /// A connection to the ledger's file for reading grants.
+    /// A connection to the state for reading grants.
     grants: Mutex<dpkit_query::Ledger>,
     rate: auth::RateLimiter,
     turns: Arc<turns::Turns>,
@@ -79,7 +78,7 @@ impl App {
             rate: auth::RateLimiter::new(limits.requests_per_second, limits.burst),
             turns: turns::Turns::new(limits.workers, limits.runs_per_analyst()),
             workers: workers::Workers::start(limits.workers)?,
-            same: same::SameRequests::new(&store, &requests_folder(&store))?,
+            same: same::SameRequests::new(&store)?,
             store,
             analysts: Mutex::new(analysts),
             limits,
@@ -250,15 +249,6 @@ impl App {
             .ok_or_else(ApiError::internal)?
             .map_err(ApiError::from)?;
         Ok((outcome, waited))
-    }
-}
-
-/// The folder of the lock files of [`same`], beside the state file (a
-/// state in PostgreSQL keeps its turns there, and needs none).
-fn requests_folder(state: &dpkit_ledger::Store) -> PathBuf {
-    match state {
-        dpkit_ledger::Store::File(path) => path.with_file_name("requests"),
-        _ => PathBuf::new(),
     }
 }
 

@@ -28,6 +28,8 @@ pub struct LedgerPool {
     returned: Condvar,
     /// The most ledgers open at once, idle or in use.
     limit: usize,
+    /// The most kept idle.
+    max_idle: usize,
     writer: Arc<GroupCommit>,
 }
 
@@ -50,14 +52,17 @@ impl LedgerPool {
     /// `limit` of them at once on a PostgreSQL store (a file's are bounded
     /// by the runs and reads under way, and 256 kept idle).
     pub fn open(store: &Store, limit: usize) -> Result<Self, dpkit_ledger::LedgerError> {
-        let limit = match store {
-            Store::File(_) => usize::MAX,
-            _ => limit.max(1),
+        // A PostgreSQL pool keeps every one that comes back: it holds
+        // fewer than `limit` idle then, one being in use.
+        let (limit, max_idle) = match store {
+            Store::File(_) => (usize::MAX, MAX_IDLE_FILE),
+            _ => (limit.max(1), limit.max(1)),
         };
         Ok(Self {
             ledgers: Mutex::default(),
             returned: Condvar::new(),
             limit,
+            max_idle,
             writer: GroupCommit::open_in(store)?,
         })
     }
@@ -145,7 +150,7 @@ impl Drop for Pooled {
         let pool = &self.pool;
         let mut ledgers = pool.lock();
         let idle: usize = ledgers.idle.values().map(Vec::len).sum();
-        if pool.limit != usize::MAX || idle < MAX_IDLE_FILE {
+        if idle < pool.max_idle {
             ledgers
                 .idle
                 .entry(ledger.account().to_string())

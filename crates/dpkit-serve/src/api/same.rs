@@ -98,14 +98,16 @@ impl SameRequest {
 }
 
 impl SameRequests {
-    /// The requests' turns of the state `store`: lock files in `folder`
-    /// (made if need be) beside a state file, or turns in PostgreSQL.
-    pub(crate) fn new(store: &Store, folder: &Path) -> Result<Self> {
-        if let Store::File(_) = store {
-            std::fs::create_dir_all(folder).map_err(|e| {
+    /// The requests' turns of the state `store`: lock files in the folder
+    /// `requests` beside a state file (made if need be), or turns in
+    /// PostgreSQL.
+    pub(crate) fn new(store: &Store) -> Result<Self> {
+        if let Store::File(state) = store {
+            let folder = state.with_file_name("requests");
+            std::fs::create_dir_all(&folder).map_err(|e| {
                 ServeError::State(format!("cannot create {}: {e}", folder.display()))
             })?;
-            return Ok(Self::Files(folder.to_path_buf()));
+            return Ok(Self::Files(folder));
         }
         Ok(Self::Postgres(Arc::new(RequestTurns::open(store)?)))
     }
@@ -225,8 +227,8 @@ mod tests {
         let folder = std::env::temp_dir().join(format!("dpkit-same-{}", std::process::id()));
         let state = Store::file(&folder.join("state.sqlite"));
         let (here, there) = (
-            SameRequests::new(&state, &folder).unwrap(),
-            SameRequests::new(&state, &folder).unwrap(),
+            SameRequests::new(&state).unwrap(),
+            SameRequests::new(&state).unwrap(),
         );
         let at_once = Duration::from_millis(100);
         let first = here.take("ann/adult", "a request").await.unwrap();
@@ -262,7 +264,7 @@ mod tests {
         })
         .await
         .expect("the copies wait only while another runs");
-        let left = std::fs::read_dir(&folder).unwrap().count();
+        let left = std::fs::read_dir(folder.join("requests")).unwrap().count();
         assert_eq!(left, 0, "a lock file outlived its run");
         std::fs::remove_dir_all(&folder).unwrap();
     }
@@ -279,8 +281,8 @@ mod tests {
         Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let (here, there) = (
-            SameRequests::new(&store, Path::new("")).unwrap(),
-            SameRequests::new(&store, Path::new("")).unwrap(),
+            SameRequests::new(&store).unwrap(),
+            SameRequests::new(&store).unwrap(),
         );
         let writer = dpkit_ledger::GroupCommit::open_in(&store).unwrap();
         let ledger = writer.open_account("ann/adult").unwrap();

@@ -20,9 +20,11 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array,
+    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array, Int64Array, StructArray,
 };
-use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Float64Type};
+use datafusion::arrow::datatypes::{
+    DataType, Decimal128Type, Field, FieldRef, Fields, Float64Type, Int64Type,
+};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::expr::{AggregateFunction, AggregateFunctionParams};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -34,8 +36,11 @@ use datafusion::logical_expr::{
 use crate::clamp::Clamp;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct ExactSum {
+pub(crate) struct ExactSum {
     rule: Steps,
+    /// Whether it also counts its values and returns both
+    /// ([`crate::sum_and_count`]).
+    counts: bool,
     signature: Signature,
 }
 
@@ -101,6 +106,20 @@ impl std::hash::Hash for Steps {
 }
 
 impl ExactSum {
+    /// Whether it returns its count too.
+    pub(crate) fn counts(&self) -> bool {
+        self.counts
+    }
+
+    /// The same sum, counting its values too.
+    pub(crate) fn counting(&self) -> AggregateUDF {
+        AggregateUDF::from(ExactSum {
+            rule: self.rule,
+            counts: true,
+            signature: self.signature.clone(),
+        })
+    }
+
     /// The call as `--explain` shows it: a clamp's bounds and centre
     /// after the value, as `dpkit_clamp` shows them.
     fn with_bounds(&self, shown: String) -> String {
@@ -115,9 +134,11 @@ impl ExactSum {
 
 impl AggregateUDFImpl for ExactSum {
     fn name(&self) -> &str {
-        match self.rule.clamp {
-            None => "dpkit_exact_sum",
-            Some(_) => "dpkit_clamped_sum",
+        match (self.rule.clamp, self.counts) {
+            (None, false) => "dpkit_exact_sum",
+            (Some(_), false) => "dpkit_clamped_sum",
+            (None, true) => "dpkit_exact_sum_and_count",
+            (Some(_), true) => "dpkit_clamped_sum_and_count",
         }
     }
 
@@ -138,14 +159,14 @@ impl AggregateUDFImpl for ExactSum {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(STEPS_TYPE)
+        match self.counts {
+            false => Ok(STEPS_TYPE),
+            true => Ok(DataType::Struct(pair_fields())),
+        }
     }
 
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(ExactSumAccumulator {
-            rule: self.rule,
-            steps: 0,
-        }))
+        Ok(Box::new(ExactSumAccumulator::new(self.rule, self.counts)))
     }
 
     fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
@@ -159,15 +180,16 @@ impl AggregateUDFImpl for ExactSum {
         &self,
         _args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(ExactSumGroups::new(self.rule)))
+        Ok(Box::new(ExactSumGroups::new(self.rule, self.counts)))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![Arc::new(Field::new(
-            format!("{}[steps]", args.name),
-            STEPS_TYPE,
-            true,
-        ))])
+        let steps = Field::new(format!("{}[steps]", args.name), STEPS_TYPE, true);
+        let count = Field::new(format!("{}[count]", args.name), DataType::Int64, false);
+        Ok(match self.counts {
+            false => vec![Arc::new(steps)],
+            true => vec![Arc::new(steps), Arc::new(count)],
+        })
     }
 }
 
@@ -175,6 +197,30 @@ impl AggregateUDFImpl for ExactSum {
 struct ExactSumAccumulator {
     rule: Steps,
     steps: i128,
+    /// The values summed, if the sum counts them.
+    count: Option<i64>,
+}
+
+impl ExactSumAccumulator {
+    /// An empty sum by `rule`, counting its values if `counts`.
+    fn new(rule: Steps, counts: bool) -> Self {
+        let count = counts.then_some(0);
+        ExactSumAccumulator {
+            rule,
+            steps: 0,
+            count,
+        }
+    }
+
+    /// Its sum, or its sum and count.
+    fn value(&self) -> Result<ScalarValue> {
+        let steps = ScalarValue::Decimal128(Some(self.steps), 38, 0);
+        let Some(count) = self.count else {
+            return Ok(steps);
+        };
+        let both = pair_output(vec![self.steps], vec![count])?;
+        ScalarValue::try_from_array(&both, 0)
+    }
 }
 
 /// The grid steps of `value` (`value · inverse` rounded to the nearest
@@ -201,6 +247,32 @@ fn grid_steps(value: f64, inverse: f64) -> i128 {
     }
 }
 
+/// The struct field holding the sum, in whole grid steps.
+pub const STEPS: &str = "steps";
+/// The struct field holding the count of the values summed.
+pub const COUNT: &str = "count";
+
+/// The two fields of what a sum with its count returns
+/// ([`crate::sum_and_count`]).
+pub(crate) fn pair_fields() -> Fields {
+    Fields::from(vec![
+        Field::new(STEPS, STEPS_TYPE, true),
+        Field::new(COUNT, DataType::Int64, false),
+    ])
+}
+
+/// The struct of every group's steps and count.
+pub(crate) fn pair_output(steps: Vec<i128>, counts: Vec<i64>) -> Result<ArrayRef> {
+    let steps = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
+    let counts = Int64Array::from(counts);
+    let columns: Vec<ArrayRef> = vec![Arc::new(steps), Arc::new(counts)];
+    Ok(Arc::new(StructArray::try_new(
+        pair_fields(),
+        columns,
+        None,
+    )?))
+}
+
 /// How a sum leaves the engine: its whole number of grid steps.
 ///
 /// ```
@@ -215,6 +287,9 @@ impl Accumulator for ExactSumAccumulator {
         for value in values.iter().flatten() {
             self.steps += self.rule.of(value);
         }
+        if let Some(count) = &mut self.count {
+            *count += (values.len() - values.null_count()) as i64;
+        }
         Ok(())
     }
 
@@ -225,15 +300,26 @@ impl Accumulator for ExactSumAccumulator {
                 self.steps = self.steps.saturating_add(partial.value(i));
             }
         }
+        if let Some(count) = &mut self.count {
+            *count += states[1]
+                .as_primitive::<Int64Type>()
+                .iter()
+                .flatten()
+                .sum::<i64>();
+        }
         Ok(())
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::Decimal128(Some(self.steps), 38, 0)])
+        let steps = ScalarValue::Decimal128(Some(self.steps), 38, 0);
+        Ok(match self.count {
+            None => vec![steps],
+            Some(count) => vec![steps, ScalarValue::Int64(Some(count))],
+        })
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Decimal128(Some(self.steps), 38, 0))
+        self.value()
     }
 
     fn size(&self) -> usize {
@@ -248,15 +334,72 @@ struct ExactSumGroups {
     steps: Vec<i128>,
     /// Steps of batches with no NULL and no filter, not yet in `steps`.
     pending: PendingSteps,
+    /// Every group's count of the values summed, if the sum counts them.
+    counts: Option<Vec<i64>>,
 }
 
 impl ExactSumGroups {
-    fn new(rule: Steps) -> Self {
+    fn new(rule: Steps, counts: bool) -> Self {
         ExactSumGroups {
             rule,
             steps: Vec::new(),
             pending: PendingSteps::default(),
+            counts: counts.then(Vec::new),
         }
+    }
+
+    /// Adds a batch's rows to their groups, counting each in `tally`.
+    fn add<T: Tally + ?Sized>(
+        &mut self,
+        values: &Float64Array,
+        groups: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        tally: &mut T,
+    ) {
+        if values.null_count() == 0 && opt_filter.is_none() {
+            let (rule, steps) = (self.rule, &mut self.steps);
+            self.pending
+                .add(values.values(), groups, rule, steps, tally);
+            return;
+        }
+        for (row, &group) in groups.iter().enumerate() {
+            if counted(values, opt_filter, row) {
+                self.steps[group] += self.rule.of(values.value(row));
+                tally.one(group);
+            }
+        }
+    }
+
+    /// The groups `emit_to` takes: their sums, and their counts if the
+    /// sum counts.
+    fn take(&mut self, emit_to: EmitTo) -> (Vec<i128>, Option<Vec<i64>>) {
+        self.pending.settle(&mut self.steps);
+        let steps = emit_to.take_needed(&mut self.steps);
+        let counts = self.counts.as_mut().map(|c| emit_to.take_needed(c));
+        (steps, counts)
+    }
+}
+
+/// What a sum counts as it adds: nothing, or one for each row summed, in
+/// the row's group ([`crate::sum_and_count`]). Added in the same loop as
+/// the steps, so a count costs one more add per row, not another pass.
+trait Tally {
+    /// Counts one row of `group`.
+    fn one(&mut self, group: usize);
+}
+
+/// A sum that does not count.
+struct NoTally;
+
+impl Tally for NoTally {
+    #[inline(always)]
+    fn one(&mut self, _group: usize) {}
+}
+
+impl Tally for [i64] {
+    #[inline(always)]
+    fn one(&mut self, group: usize) {
+        self[group] += 1;
     }
 }
 
@@ -295,12 +438,21 @@ struct PendingSteps {
     used: f64,
 }
 
+/// Where [`PendingSteps::add_each`] adds: the grid's `2^-exponent`, the
+/// groups' 128-bit sums and their counts.
+struct Sum<'a, T: ?Sized> {
+    inverse: f64,
+    steps: &'a mut [i128],
+    tally: &'a mut T,
+}
+
 /// `⌊s⌋` for `|s| < 2^51`, in doubles: the nearest whole number, less one
-/// if it is above `s`.
+/// if it is above `s` (less 0 otherwise, which a vector unit computes as a
+/// mask of 1.0 and a subtraction, with no select between two results).
 #[inline]
 fn floor_small(s: f64) -> f64 {
     let nearest = (s + ROUND_TO_WHOLE) - ROUND_TO_WHOLE;
-    if nearest > s { nearest - 1.0 } else { nearest }
+    nearest - if nearest > s { 1.0 } else { 0.0 }
 }
 
 /// `|s| ≤ limit`; false for NaN.
@@ -312,13 +464,24 @@ fn within(s: f64, limit: f64) -> bool {
 impl PendingSteps {
     /// Adds every row of a batch with no NULL and no filter to `steps`,
     /// by `rule`.
-    fn add(&mut self, values: &[f64], groups: &[usize], rule: Steps, steps: &mut [i128]) {
-        let inverse = rule.inverse;
+    fn add<T: Tally + ?Sized>(
+        &mut self,
+        values: &[f64],
+        groups: &[usize],
+        rule: Steps,
+        steps: &mut [i128],
+        tally: &mut T,
+    ) {
+        let sum = Sum {
+            inverse: rule.inverse,
+            steps,
+            tally,
+        };
         match rule.clamp {
-            None => self.add_each(values, groups, inverse, steps, |v| v, f64::INFINITY),
+            None => self.add_each(values, groups, sum, |v| v, f64::INFINITY),
             Some(clamp) => {
                 let reach = clamp.reach();
-                self.add_each(values, groups, inverse, steps, |v| clamp.apply(v), reach)
+                self.add_each(values, groups, sum, |v| clamp.apply(v), reach)
             }
         }
     }
@@ -328,15 +491,19 @@ impl PendingSteps {
     /// `|prepared(value)|` in advance (a clamp's), or is infinite: a chunk
     /// whose rows it keeps within the limit is not looked at first.
     #[inline]
-    fn add_each(
+    fn add_each<T: Tally + ?Sized>(
         &mut self,
         values: &[f64],
         groups: &[usize],
-        inverse: f64,
-        steps: &mut [i128],
+        sum: Sum<'_, T>,
         prepared: impl Fn(f64) -> f64,
         reach: f64,
     ) {
+        let Sum {
+            inverse,
+            steps,
+            tally,
+        } = sum;
         self.sums.resize(steps.len(), 0.0);
         let mut floors = [0.0f64; CHUNK];
         for (values, groups) in values.chunks(CHUNK).zip(groups.chunks(CHUNK)) {
@@ -350,6 +517,7 @@ impl PendingSteps {
             if outside {
                 for (&value, &group) in values.iter().zip(groups) {
                     steps[group] += grid_steps(prepared(value), inverse);
+                    tally.one(group);
                 }
                 continue;
             }
@@ -368,6 +536,7 @@ impl PendingSteps {
             }
             for (&floor, &group) in floors.iter().zip(groups) {
                 sums[group] += floor;
+                tally.one(group);
             }
         }
     }
@@ -400,32 +569,32 @@ impl GroupsAccumulator for ExactSumGroups {
     ) -> Result<()> {
         self.steps.resize(total_num_groups, 0);
         let values = values[0].as_primitive::<Float64Type>();
-        let counted = |row: usize| counted(values, opt_filter, row);
-        if values.null_count() == 0 && opt_filter.is_none() {
-            self.pending
-                .add(values.values(), group_indices, self.rule, &mut self.steps);
-        } else {
-            for (row, &group) in group_indices.iter().enumerate() {
-                if counted(row) {
-                    self.steps[group] += self.rule.of(values.value(row));
-                }
+        match self.counts.take() {
+            None => self.add(values, group_indices, opt_filter, &mut NoTally),
+            Some(mut counts) => {
+                counts.resize(total_num_groups, 0);
+                self.add(values, group_indices, opt_filter, counts.as_mut_slice());
+                self.counts = Some(counts);
             }
         }
         Ok(())
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        self.pending.settle(&mut self.steps);
-        let steps = emit_to.take_needed(&mut self.steps);
-        let sums = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
-        Ok(Arc::new(sums))
+        match self.take(emit_to) {
+            (steps, Some(counts)) => pair_output(steps, counts),
+            (steps, None) => Ok(Arc::new(
+                Decimal128Array::from(steps).with_precision_and_scale(38, 0)?,
+            )),
+        }
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        self.pending.settle(&mut self.steps);
-        let steps = emit_to.take_needed(&mut self.steps);
-        let state = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
-        Ok(vec![Arc::new(state)])
+        let (steps, counts) = self.take(emit_to);
+        let steps = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
+        let mut state: Vec<ArrayRef> = vec![Arc::new(steps)];
+        state.extend(counts.map(|c| Arc::new(Int64Array::from(c)) as ArrayRef));
+        Ok(state)
     }
 
     fn merge_batch(
@@ -439,6 +608,13 @@ impl GroupsAccumulator for ExactSumGroups {
         for (row, &group) in group_indices.iter().enumerate() {
             if partial.is_valid(row) {
                 self.steps[group] = self.steps[group].saturating_add(partial.value(row));
+            }
+        }
+        if let Some(counts) = &mut self.counts {
+            counts.resize(total_num_groups, 0);
+            let partial = values[1].as_primitive::<Int64Type>();
+            for (row, &group) in group_indices.iter().enumerate() {
+                counts[group] += partial.value(row);
             }
         }
         Ok(())
@@ -455,13 +631,19 @@ impl GroupsAccumulator for ExactSumGroups {
         let state: Decimal128Array = (0..values.len())
             .map(|row| counted(values, opt_filter, row).then(|| self.rule.of(values.value(row))))
             .collect();
-        Ok(vec![Arc::new(state.with_precision_and_scale(38, 0)?)])
+        let mut states: Vec<ArrayRef> = vec![Arc::new(state.with_precision_and_scale(38, 0)?)];
+        if self.counts.is_some() {
+            let ones = (0..values.len()).map(|row| i64::from(counted(values, opt_filter, row)));
+            states.push(Arc::new(Int64Array::from_iter_values(ones)));
+        }
+        Ok(states)
     }
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self)
             + self.steps.capacity() * std::mem::size_of::<i128>()
             + self.pending.sums.capacity() * std::mem::size_of::<f64>()
+            + self.counts.as_ref().map_or(0, Vec::capacity) * std::mem::size_of::<i64>()
     }
 }
 
@@ -484,7 +666,7 @@ pub fn grid_exponent(function: &AggregateUDF) -> Option<i32> {
     function
         .inner()
         .downcast_ref::<ExactSum>()
-        .filter(|sum| sum.rule.clamp.is_none())
+        .filter(|sum| sum.rule.clamp.is_none() && !sum.counts)
         .map(|sum| sum.rule.exponent)
 }
 
@@ -532,6 +714,7 @@ pub fn exact_sum(value: Expr, exponent: i32) -> Expr {
 fn sum_by(value: Expr, rule: Steps) -> Expr {
     let function = AggregateUDF::from(ExactSum {
         rule,
+        counts: false,
         signature: Signature::exact(vec![DataType::Float64], Volatility::Immutable),
     });
     function.call(vec![value])
@@ -567,6 +750,7 @@ pub fn clamp_inside(aggregate: &AggregateFunction) -> Option<(Expr, Steps)> {
     let sum = aggregate.func.inner().downcast_ref::<ExactSum>()?;
     let params = &aggregate.params;
     if sum.rule.clamp.is_some()
+        || sum.counts
         || params.distinct
         || params.filter.is_some()
         || !params.order_by.is_empty()
@@ -613,12 +797,12 @@ mod tests {
             .collect();
         let groups: Vec<usize> = (0..1000).map(|i| i % 3).collect();
         let array = |v: &[f64]| -> ArrayRef { Arc::new(Float64Array::from(v.to_vec())) };
-        let mut grouped = ExactSumGroups::new(Steps::plain(exponent));
+        let mut grouped = ExactSumGroups::new(Steps::plain(exponent), false);
         grouped
             .update_batch(&[array(&values[..400])], &groups[..400], None, 3)
             .unwrap();
         // A second accumulator's state, merged in.
-        let mut other = ExactSumGroups::new(Steps::plain(exponent));
+        let mut other = ExactSumGroups::new(Steps::plain(exponent), false);
         other
             .update_batch(&[array(&values[400..])], &groups[400..], None, 3)
             .unwrap();
@@ -626,10 +810,7 @@ mod tests {
         grouped.merge_batch(&state, &[0, 1, 2], 3).unwrap();
         let sums = grouped.evaluate(EmitTo::All).unwrap();
         for group in 0..3 {
-            let mut single = ExactSumAccumulator {
-                rule: Steps::plain(exponent),
-                steps: 0,
-            };
+            let mut single = ExactSumAccumulator::new(Steps::plain(exponent), false);
             let mine: Vec<f64> = (0..1000)
                 .filter(|i| i % 3 == group)
                 .map(|i| values[i])
@@ -652,7 +833,7 @@ mod tests {
             Some(8.0),
         ]));
         let filter = BooleanArray::from(vec![Some(true), Some(true), None, Some(true)]);
-        let mut grouped = ExactSumGroups::new(Steps::plain(exponent));
+        let mut grouped = ExactSumGroups::new(Steps::plain(exponent), false);
         grouped
             .update_batch(
                 std::slice::from_ref(&values),
@@ -679,14 +860,8 @@ mod tests {
     fn sums_are_exact_whatever_the_order() {
         let exponent = 0; // the planner's grid for ±2^40: never coarser than 1 below 2^62
         let values = [2f64.powi(40), 1.0, -2f64.powi(40), 1.0, 0.25];
-        let mut forward = ExactSumAccumulator {
-            rule: Steps::plain(exponent),
-            steps: 0,
-        };
-        let mut backward = ExactSumAccumulator {
-            rule: Steps::plain(exponent),
-            steps: 0,
-        };
+        let mut forward = ExactSumAccumulator::new(Steps::plain(exponent), false);
+        let mut backward = ExactSumAccumulator::new(Steps::plain(exponent), false);
         let array =
             |v: Vec<f64>| -> ArrayRef { Arc::new(datafusion::arrow::array::Float64Array::from(v)) };
         forward.update_batch(&[array(values.to_vec())]).unwrap();
@@ -708,7 +883,7 @@ mod tests {
     #[test]
     fn totals_past_two_to_the_53_steps_stay_exact() {
         let exponent = -24; // the planner's grid for [0, 90]: 2^(6 - 30)
-        let mut groups = ExactSumGroups::new(Steps::plain(exponent));
+        let mut groups = ExactSumGroups::new(Steps::plain(exponent), false);
         let batch: ArrayRef = Arc::new(Float64Array::from(vec![90.0; 100_000]));
         for _ in 0..100 {
             groups
@@ -729,10 +904,7 @@ mod tests {
     fn whole_number_grids_round_each_value_translation_invariantly() {
         let sum = |values: Vec<f64>| {
             // The planner's grid for whole numbers: 2^0.
-            let mut one = ExactSumAccumulator {
-                rule: Steps::plain(0),
-                steps: 0,
-            };
+            let mut one = ExactSumAccumulator::new(Steps::plain(0), false);
             one.update_batch(&[Arc::new(Float64Array::from(values)) as ArrayRef])
                 .unwrap();
             one.steps
@@ -776,7 +948,7 @@ mod tests {
             for (row, &value) in values.iter().enumerate() {
                 expected[of(row)] += grid_steps(value, 1.0);
             }
-            let mut accumulator = ExactSumGroups::new(Steps::plain(0));
+            let mut accumulator = ExactSumGroups::new(Steps::plain(0), false);
             let array: ArrayRef = Arc::new(Float64Array::from(values));
             accumulator
                 .update_batch(&[array], &indices, None, groups)
@@ -862,7 +1034,7 @@ mod tests {
                 (with_nulls, &expected_nulls),
             ] {
                 let array: ArrayRef = Arc::new(array);
-                let mut grouped = ExactSumGroups::new(Steps::clamped(0, clamp));
+                let mut grouped = ExactSumGroups::new(Steps::clamped(0, clamp), false);
                 grouped
                     .update_batch(std::slice::from_ref(&array), &indices, None, groups)
                     .unwrap();
@@ -874,13 +1046,127 @@ mod tests {
                 let rows = grouped.convert_to_state(std::slice::from_ref(&array), None);
                 let rows = rows.unwrap()[0].as_primitive::<Decimal128Type>().clone();
                 assert_eq!(rows.iter().flatten().sum::<i128>(), expected.iter().sum());
-                let mut single = ExactSumAccumulator {
-                    rule: Steps::clamped(0, clamp),
-                    steps: 0,
-                };
+                let mut single = ExactSumAccumulator::new(Steps::clamped(0, clamp), false);
                 single.update_batch(&[array]).unwrap();
                 assert_eq!(single.steps, expected.iter().sum::<i128>());
             }
         }
+    }
+
+    /// A sum that counts gives the steps of the sum that does not, and
+    /// the count `count(x)` gives: through the doubles (no NULL), row by
+    /// row (NULLs, a filter, values past the chunk's limit), from another
+    /// accumulator's state and from rows' own states.
+    #[test]
+    fn a_sum_that_counts_counts_what_count_counts_and_sums_the_same() {
+        let limit = CHUNK_TOTAL / CHUNK as f64 - 1.0;
+        let rule = Steps::clamped(
+            0,
+            Clamp {
+                low: -4.0 * limit,
+                high: 10.0,
+                centre: 5.0,
+            },
+        );
+        let plain: ArrayRef = Arc::new(Float64Array::from_iter_values(
+            (0..CHUNK + 9).map(|i| i as f64 * 0.37),
+        ));
+        let nulls: ArrayRef = Arc::new(Float64Array::from_iter(
+            (0..300).map(|i| (i % 7 != 0).then_some(-8.0 * limit)),
+        ));
+        // No NULL, but past the chunk's limit: summed row by row.
+        let far: ArrayRef = Arc::new(Float64Array::from(vec![-8.0 * limit; CHUNK]));
+        let keep = BooleanArray::from_iter((0..300).map(|i| (i % 5 != 0).then_some(i % 3 != 0)));
+        let groups = 4;
+        let of =
+            |rows: usize| -> Vec<usize> { (0..rows).map(|r| (r * 7 + r / 3) % groups).collect() };
+        let (mut counting, mut summing) = (
+            ExactSumGroups::new(rule, true),
+            ExactSumGroups::new(rule, false),
+        );
+        let mut expected = vec![0i64; groups];
+        let mut count = |values: &ArrayRef, filter: Option<&BooleanArray>| {
+            for (row, group) in of(values.len()).into_iter().enumerate() {
+                let kept = filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+                expected[group] += i64::from(values.is_valid(row) && kept);
+            }
+        };
+        let batches = [
+            (&plain, None),
+            (&far, None),
+            (&nulls, None),
+            (&nulls, Some(&keep)),
+        ];
+        for (values, filter) in batches {
+            for accumulator in [&mut counting, &mut summing] {
+                let batch = std::slice::from_ref(values);
+                accumulator
+                    .update_batch(batch, &of(values.len()), filter, groups)
+                    .unwrap();
+            }
+            count(values, filter);
+        }
+        // Another accumulator's state, and rows' own states, merged in.
+        for accumulator in [&mut counting, &mut summing] {
+            let mut other = ExactSumGroups::new(rule, accumulator.counts.is_some());
+            let batch = std::slice::from_ref(&plain);
+            other
+                .update_batch(batch, &of(plain.len()), None, groups)
+                .unwrap();
+            let state = other.state(EmitTo::All).unwrap();
+            accumulator
+                .merge_batch(&state, &[0, 1, 2, 3], groups)
+                .unwrap();
+            let rows = accumulator.convert_to_state(std::slice::from_ref(&nulls), Some(&keep));
+            accumulator
+                .merge_batch(&rows.unwrap(), &of(300), groups)
+                .unwrap();
+        }
+        count(&plain, None);
+        count(&nulls, Some(&keep));
+        let rows = counting.convert_to_state(std::slice::from_ref(&nulls), Some(&keep));
+        let ones = rows.unwrap()[1].as_primitive::<Int64Type>().clone();
+        for row in 0..300 {
+            let kept = nulls.is_valid(row) && keep.is_valid(row) && keep.value(row);
+            assert_eq!(ones.value(row), i64::from(kept), "row {row}");
+        }
+        let both = counting.evaluate(EmitTo::All).unwrap();
+        let sums = summing.evaluate(EmitTo::All).unwrap();
+        assert_eq!(both.as_struct().column(0).as_ref(), sums.as_ref());
+        let counts = both
+            .as_struct()
+            .column(1)
+            .as_primitive::<Int64Type>()
+            .clone();
+        assert_eq!(counts.values().to_vec(), expected);
+    }
+
+    /// In one group: the sum, and the count of the values that are not NULL.
+    #[test]
+    fn a_sum_that_counts_in_one_group_counts_what_is_not_null() {
+        let rule = Steps::clamped(
+            0,
+            Clamp {
+                low: -4.0,
+                high: 10.0,
+                centre: 5.0,
+            },
+        );
+        let nulls: ArrayRef = Arc::new(Float64Array::from_iter(
+            (0..300).map(|i| (i % 7 != 0).then_some(f64::from(i) - 50.0)),
+        ));
+        let mut single = ExactSumAccumulator::new(rule, true);
+        single.update_batch(std::slice::from_ref(&nulls)).unwrap();
+        let mut alone = ExactSumAccumulator::new(rule, false);
+        alone.update_batch(std::slice::from_ref(&nulls)).unwrap();
+        let ScalarValue::Struct(both) = single.evaluate().unwrap() else {
+            panic!("a struct")
+        };
+        let steps = both.column(0).as_primitive::<Decimal128Type>().value(0);
+        assert_eq!(steps, alone.steps);
+        assert_eq!(
+            both.column(1).as_primitive::<Int64Type>().value(0),
+            300 - 43
+        );
     }
 }

@@ -11,6 +11,8 @@
 //! * [`exact_sum`]: `dpkit_exact_sum(value)`, a sum on a public grid with no
 //!   rounding error, in whole grid steps (`dpkit_clamped_sum` when it does
 //!   its argument's clamp in its own pass);
+//! * [`sum_and_count`]: the same sum counting its values in its own pass,
+//!   for an average's or a variance's count;
 //! * [`cut_text`]: `dpkit_cut_text(value, limit)`, text cut to a public
 //!   number of characters.
 //!
@@ -29,3 +31,4 @@
 pub mod clamp;
 pub mod cut_text;
 pub mod exact_sum;
+pub mod sum_and_count;

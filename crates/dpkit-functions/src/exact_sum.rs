@@ -261,11 +261,15 @@ pub(crate) fn pair_fields() -> Fields {
     ])
 }
 
+/// Every group's steps, as a sum leaves the engine.
+fn steps_array(steps: Vec<i128>) -> Result<ArrayRef> {
+    let steps = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
+    Ok(Arc::new(steps))
+}
+
 /// The struct of every group's steps and count.
 pub(crate) fn pair_output(steps: Vec<i128>, counts: Vec<i64>) -> Result<ArrayRef> {
-    let steps = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
-    let counts = Int64Array::from(counts);
-    let columns: Vec<ArrayRef> = vec![Arc::new(steps), Arc::new(counts)];
+    let columns: Vec<ArrayRef> = vec![steps_array(steps)?, Arc::new(Int64Array::from(counts))];
     Ok(Arc::new(StructArray::try_new(
         pair_fields(),
         columns,
@@ -583,16 +587,13 @@ impl GroupsAccumulator for ExactSumGroups {
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         match self.take(emit_to) {
             (steps, Some(counts)) => pair_output(steps, counts),
-            (steps, None) => Ok(Arc::new(
-                Decimal128Array::from(steps).with_precision_and_scale(38, 0)?,
-            )),
+            (steps, None) => steps_array(steps),
         }
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
         let (steps, counts) = self.take(emit_to);
-        let steps = Decimal128Array::from(steps).with_precision_and_scale(38, 0)?;
-        let mut state: Vec<ArrayRef> = vec![Arc::new(steps)];
+        let mut state = vec![steps_array(steps)?];
         state.extend(counts.map(|c| Arc::new(Int64Array::from(c)) as ArrayRef));
         Ok(state)
     }
@@ -748,21 +749,24 @@ pub fn fused(expr: &Expr) -> Option<Expr> {
 /// builds, and what SQLite's exact sum registers.
 pub fn clamp_inside(aggregate: &AggregateFunction) -> Option<(Expr, Steps)> {
     let sum = aggregate.func.inner().downcast_ref::<ExactSum>()?;
-    let params = &aggregate.params;
-    if sum.rule.clamp.is_some()
-        || sum.counts
-        || params.distinct
-        || params.filter.is_some()
-        || !params.order_by.is_empty()
-        || params.null_treatment.is_some()
-    {
+    if sum.rule.clamp.is_some() || sum.counts || !plain(aggregate) {
         return None;
     }
-    let [argument] = params.args.as_slice() else {
+    let [argument] = aggregate.params.args.as_slice() else {
         return None;
     };
     let (value, clamp) = Clamp::of(argument)?;
     Some((value, Steps::clamped(sum.rule.exponent, clamp)))
+}
+
+/// No DISTINCT, FILTER, ordering or null treatment: an aggregate of
+/// every row its group holds.
+pub(crate) fn plain(aggregate: &AggregateFunction) -> bool {
+    let params = &aggregate.params;
+    !params.distinct
+        && params.filter.is_none()
+        && params.order_by.is_empty()
+        && params.null_treatment.is_none()
 }
 
 #[cfg(test)]

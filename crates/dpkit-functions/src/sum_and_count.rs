@@ -18,13 +18,13 @@
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
-use datafusion::logical_expr::expr::{AggregateFunction, Cast, TryCast};
+use datafusion::logical_expr::expr::{Cast, TryCast};
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::exact_sum::{ExactSum, pair_fields};
+use crate::exact_sum::{ExactSum, pair_fields, plain};
 
 /// The sum of `sum` made to count its values too, if `count` is a plain
 /// `count(x)` (no DISTINCT, FILTER or ordering) and `sum` a plain exact
@@ -137,15 +137,6 @@ impl ScalarUDFImpl for Part {
             ))),
         }
     }
-}
-
-/// No DISTINCT, FILTER, ordering or null treatment.
-fn plain(aggregate: &AggregateFunction) -> bool {
-    let params = &aggregate.params;
-    !params.distinct
-        && params.filter.is_none()
-        && params.order_by.is_empty()
-        && params.null_treatment.is_none()
 }
 
 /// `x` of a plain `count(x)`.

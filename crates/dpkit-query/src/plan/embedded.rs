@@ -31,7 +31,8 @@ pub(crate) fn for_the_embedded_engine(plan: LogicalPlan) -> Result<LogicalPlan> 
         .map(|m| renamed(m, fused).unwrap_or_else(|| m.clone()))
         .collect();
     let makers = count_makers(&measures, aggregate.input.schema());
-    if measures == aggregate.aggr_expr && makers.iter().all(Option::is_none) {
+    let pairs = makers.iter().any(Option::is_some);
+    if measures == aggregate.aggr_expr && !pairs {
         return Ok(plan);
     }
     let (measures, places) = paired(&measures, &makers);
@@ -39,9 +40,9 @@ pub(crate) fn for_the_embedded_engine(plan: LogicalPlan) -> Result<LogicalPlan> 
     let below = Aggregate::try_new(aggregate.input.clone(), group, measures)
         .map(LogicalPlan::Aggregate)
         .map_err(sql_error)?;
-    match places.iter().all(|p| matches!(p, Place::Kept(_))) {
-        true => Ok(below),
-        false => back_in_place(Arc::new(below), &places, plan.schema()),
+    match pairs {
+        false => Ok(below),
+        true => back_in_place(Arc::new(below), &places, plan.schema()),
     }
 }
 

@@ -3,9 +3,10 @@
 //!
 //! A private average releases a noisy sum and a noisy count of its value;
 //! the engine computed them as two aggregates, each a pass over every
-//! batch's rows by group: `COUNT(value)` added to the plain query of the
-//! 10-million-row benchmark made it about 5% slower (2.6 ms on 47.7 ms,
-//! AMD EPYC, 2026-11-29; see the book's `speed/queries.md`). Here the
+//! batch's rows by group (with the count made by the sum, the private
+//! query of `crates/dpkit-query/benches/dp_overhead.rs` went from 1.144
+//! to 1.125 of the plain one's time, AMD EPYC, 2026-11-29; see the book's
+//! `speed/queries.md`). Here the
 //! sum's own loop adds one to the row's group where it adds the row's
 //! steps, and the aggregate returns both as a struct of two fields,
 //! [`crate::exact_sum::STEPS`] and [`crate::exact_sum::COUNT`], which

@@ -24,6 +24,16 @@ impl Flavour {
         }
     }
 
+    /// Whether a text column's cut to its `max_length` is read in the
+    /// table's typed `SELECT` (`Backend::source`) rather than written where
+    /// the plan cuts. SQLite copies a typed column's expression into every
+    /// place the column is named, so `SUBSTR` of the typed column, in the
+    /// plan, copies every text; in the typed `SELECT`, the cut can look at
+    /// the stored length first, the typed expression computed once.
+    pub(crate) fn cuts_in_source(self) -> bool {
+        self == Self::Sqlite
+    }
+
     /// Its name for a double.
     pub(crate) fn double(self) -> &'static str {
         match self {

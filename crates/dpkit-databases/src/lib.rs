@@ -56,6 +56,13 @@ pub fn raw_table_name(table: &str) -> String {
     format!("__dpkit_raw_{table}")
 }
 
+/// The name under which a typed read also gives a text column cut to its
+/// `max_length` (SQLite's: see [`Flavour::cuts_in_source`]). Description
+/// columns cannot start with `__dpkit`, so it names no other column.
+pub(crate) fn cut_column(column: &str) -> String {
+    format!("__dpkit_cut_{column}")
+}
+
 /// The Arrow type of a declared column kind.
 pub fn declared_type(kind: ColumnKind) -> DataType {
     match kind {
@@ -86,8 +93,16 @@ pub trait Backend: Send + Sync {
     fn columns(&self) -> Result<Vec<(String, DatabaseType)>>;
     /// The `SELECT` that reads the table's columns as `columns` declares;
     /// `found` is what [`Backend::columns`] gave when the table was opened
-    /// (every plan checks that the columns are still so).
-    fn source(&self, columns: &[(String, ColumnKind)], found: &[(String, DatabaseType)]) -> String;
+    /// (every plan checks that the columns are still so). Each `(column,
+    /// length)` of `cuts` is also read cut to `length` characters, as
+    /// [`cut_column`] names it; `cuts` is empty unless the flavour
+    /// [`Flavour::cuts_in_source`].
+    fn source(
+        &self,
+        columns: &[(String, ColumnKind)],
+        found: &[(String, DatabaseType)],
+        cuts: &[(String, u32)],
+    ) -> String;
     /// What names the table in the database, whatever the description
     /// wrote: two private tables with one identity read the same rows.
     /// PostgreSQL gives the table's OID; SQLite (main schema only) and Spark

@@ -206,7 +206,12 @@ impl Backend for PostgresTable {
             .collect()
     }
 
-    fn source(&self, columns: &[(String, ColumnKind)], _: &[(String, DatabaseType)]) -> String {
+    fn source(
+        &self,
+        columns: &[(String, ColumnKind)],
+        _: &[(String, DatabaseType)],
+        _: &[(String, u32)],
+    ) -> String {
         Flavour::Postgres.cast_source(&self.table, columns)
     }
 

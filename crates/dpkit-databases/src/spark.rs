@@ -331,7 +331,12 @@ impl Backend for SparkTable {
         Ok(columns)
     }
 
-    fn source(&self, columns: &[(String, ColumnKind)], _: &[(String, DatabaseType)]) -> String {
+    fn source(
+        &self,
+        columns: &[(String, ColumnKind)],
+        _: &[(String, DatabaseType)],
+        _: &[(String, u32)],
+    ) -> String {
         Flavour::Spark.cast_source(&self.table, columns)
     }
 

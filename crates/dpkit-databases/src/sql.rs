@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::common::{Column, DFSchema, ScalarValue, TableReference};
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{AggregateUDFImpl, BinaryExpr, Expr, ExprSchemable, LogicalPlan};
 use datafusion::sql::unparser::Unparser;
@@ -34,6 +34,7 @@ use super::bridge::Sqlite;
 use super::exprs::{call, clamp_reach};
 use super::flavour::{Flavour, unavailable};
 use super::placeholder::PlaceholderAggregate;
+use crate::cut_column;
 use crate::error::{DatabaseError, Result};
 use dpkit_functions::exact_sum::{Steps, clamp_inside};
 
@@ -53,7 +54,9 @@ fn unparse_error(error: impl std::fmt::Display) -> DatabaseError {
 }
 
 /// `plan` as SQL for `flavour`; `raw_tables` are the names the plan reads,
-/// each with the `SELECT` that defines it from the database's table; the
+/// each with the `SELECT` that defines it from the database's table, which
+/// also reads each `(table, column, length)` of `cuts` cut (under
+/// [`crate::cut_column`]'s name); the
 /// tables' names and columns are `names` (sent as they are; every other
 /// name is renamed); `rows_bound` a public bound on a group's rows, if
 /// there is one.
@@ -61,6 +64,7 @@ pub(crate) fn remote_plan(
     plan: &LogicalPlan,
     flavour: Flavour,
     raw_tables: &[(String, &str)],
+    cuts: &[(String, String, u32)],
     names: &[&str],
     rows_bound: Option<f64>,
 ) -> Result<RemotePlan> {
@@ -68,6 +72,7 @@ pub(crate) fn remote_plan(
         flavour,
         functions: Vec::new(),
         rows_bound,
+        cuts,
     };
     let mapped = plan
         .clone()
@@ -164,10 +169,12 @@ impl datafusion::sql::unparser::dialect::Dialect for SparkDialect {
 }
 
 /// The expression mapping of step 1.
-struct Translation {
+struct Translation<'a> {
     flavour: Flavour,
     functions: Vec<Sqlite>,
     rows_bound: Option<f64>,
+    /// The columns the tables' typed reads also give cut, by table.
+    cuts: &'a [(String, String, u32)],
 }
 
 type Step<T> = datafusion::error::Result<Transformed<T>>;
@@ -176,7 +183,7 @@ fn refusal(error: DatabaseError) -> datafusion::error::DataFusionError {
     datafusion::error::DataFusionError::External(Box::new(error))
 }
 
-impl Translation {
+impl Translation<'_> {
     fn node(&mut self, node: LogicalPlan) -> Step<LogicalPlan> {
         let schema = input_schema(&node);
         let flavour = self.flavour;
@@ -194,6 +201,9 @@ impl Translation {
 
     fn expr(&mut self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         let type_of = |e: &Expr| e.get_type(schema).map_err(unparse_error);
+        if let Some(cut) = self.read_cut(&expr) {
+            return Ok(Transformed::yes(cut));
+        }
         match expr {
             Expr::TryCast(ref cast) if type_of(&cast.expr)? == *cast.field.data_type() => {
                 Ok(Transformed::yes(*cast.expr.clone()))
@@ -214,6 +224,30 @@ impl Translation {
                 }
             },
         }
+    }
+
+    /// `expr`, if it is a cut that a table's typed read already makes
+    /// (`dpkit_cut_text` of its column, at the length it is read cut to), as
+    /// that read's cut column: the same value, `SUBSTR(column, 1, length)`.
+    fn read_cut(&self, expr: &Expr) -> Option<Expr> {
+        let Expr::ScalarFunction(function) = expr else {
+            return None;
+        };
+        let [
+            Expr::Column(column),
+            Expr::Literal(ScalarValue::Int64(Some(length)), _),
+        ] = function.args.as_slice()
+        else {
+            return None;
+        };
+        let table = column.relation.as_ref()?;
+        let read = self.cuts.iter().any(|(t, c, n)| {
+            *table == TableReference::bare(t.as_str())
+                && *c == column.name
+                && i64::from(*n) == *length
+        });
+        let cut = Column::new(Some(table.clone()), cut_column(&column.name));
+        (function.name() == "dpkit_cut_text" && read).then_some(Expr::Column(cut))
     }
 
     /// SQLite: whatever DataFusion computes per value, dpkit computes.
@@ -274,7 +308,7 @@ impl Translation {
     }
 }
 
-impl Translation {
+impl Translation<'_> {
     /// SQLite's exact sum, in dpkit's code; a clamp of its value with
     /// literal bounds is done there too, in the same call, as the embedded
     /// engine's sum does it (`dpkit_functions::exact_sum::clamp_inside`),

@@ -194,6 +194,30 @@ fn read_as(
     }
 }
 
+/// `column` read as text (as [`read_as`] reads it for a text column) and
+/// cut to `length` characters: `SUBSTR` of that read, written so that
+/// SQLite computes the read once and copies a text only when it is longer.
+/// A text of at most `length` bytes has at most `length` characters, so it
+/// is its own cut; `octet_length` gives a number's bytes as text, and a
+/// text's from its stored size (of whatever bytes, NULs included) without
+/// reading it.
+fn cut_as(column: &str, stored: Option<&DatabaseType>, length: u32) -> String {
+    let cut = |text: &str| {
+        format!(
+            "CASE WHEN octet_length({column}) <= {length} THEN {text} \
+             ELSE SUBSTR({text}, 1, {length}) END"
+        )
+    };
+    match stored {
+        Some(DatabaseType::Text) => format!("({}) COLLATE BINARY", cut(column)),
+        _ => format!(
+            "(CASE WHEN {} THEN {} END) COLLATE BINARY",
+            below(column, "x''"),
+            cut(&format!("CAST({column} AS TEXT)"))
+        ),
+    }
+}
+
 /// `column < literal` compared as stored. The unary `+` takes the column's
 /// affinity away, which would otherwise turn a stored text such as `'12'`
 /// into a number for the comparison (a text a numeric column can hold when
@@ -225,19 +249,25 @@ impl Backend for SqliteTable {
         Ok(columns)
     }
 
-    fn source(&self, columns: &[(String, ColumnKind)], found: &[(String, DatabaseType)]) -> String {
-        let list: Vec<String> = columns
-            .iter()
-            .map(|(name, kind)| {
-                let stored = type_of(&self.as_stored, name);
-                let declared = type_of(found, name);
-                format!(
-                    "{} AS {}",
-                    read_as(&Flavour::Sqlite.quote(name), *kind, stored, declared),
-                    Flavour::Sqlite.quote(name)
-                )
-            })
-            .collect();
+    fn source(
+        &self,
+        columns: &[(String, ColumnKind)],
+        found: &[(String, DatabaseType)],
+        cuts: &[(String, u32)],
+    ) -> String {
+        let quote = |name: &str| Flavour::Sqlite.quote(name);
+        let typed = columns.iter().map(|(name, kind)| {
+            let stored = type_of(&self.as_stored, name);
+            let declared = type_of(found, name);
+            let read = read_as(&quote(name), *kind, stored, declared);
+            format!("{read} AS {}", quote(name))
+        });
+        let cut = cuts.iter().map(|(name, length)| {
+            let stored = type_of(&self.as_stored, name);
+            let read = cut_as(&quote(name), stored, *length);
+            format!("{read} AS {}", quote(&crate::cut_column(name)))
+        });
+        let list: Vec<String> = typed.chain(cut).collect();
         format!(
             "SELECT {} FROM {}",
             list.join(", "),
@@ -378,19 +408,28 @@ mod tests {
             "BLOB",
             "",
         ];
-        for (i, declared) in declarations.into_iter().enumerate() {
-            for afterwards in [false, true] {
-                let file = std::env::temp_dir().join(format!(
-                    "dpkit-affinity-{}-{i}-{afterwards}.sqlite",
-                    std::process::id()
-                ));
-                let _ = std::fs::remove_file(&file);
-                write_every_kind(&file, declared, afterwards);
-                let connection = Connection::open(&file).unwrap();
-                every_kind_reads_by_the_rule(&connection, declared);
-                drop(connection);
-                std::fs::remove_file(&file).unwrap();
-            }
+        for declared in declarations {
+            with_every_kind(declared, |connection| {
+                every_kind_reads_by_the_rule(connection, declared)
+            });
+        }
+    }
+
+    /// `check` on a table of every kind of value in a column `declared`,
+    /// written through the declaration and declared afterwards.
+    fn with_every_kind(declared: &str, check: impl Fn(&Connection)) {
+        for afterwards in [false, true] {
+            let file = std::env::temp_dir().join(format!(
+                "dpkit-affinity-{}-{}-{afterwards}.sqlite",
+                std::process::id(),
+                declared.replace(' ', "_")
+            ));
+            let _ = std::fs::remove_file(&file);
+            write_every_kind(&file, declared, afterwards);
+            let connection = Connection::open(&file).unwrap();
+            check(&connection);
+            drop(connection);
+            std::fs::remove_file(&file).unwrap();
         }
     }
 
@@ -413,6 +452,12 @@ mod tests {
             "''",
             "x'00ff'",
             "x''",
+            "'abcdé'",
+            "'a' || char(0) || 'bcdef'",
+            "CAST(x'ff6162e9' AS TEXT)",
+            "'日本語のテキスト'",
+            "123456",
+            "-0.5e-7",
         ];
         let typed = if afterwards { "" } else { declared };
         connection
@@ -433,6 +478,59 @@ mod tests {
                      'CREATE TABLE t (c {declared})' WHERE name = 't'"
                 ))
                 .unwrap();
+        }
+    }
+
+    /// A text column read cut is `SUBSTR` of its typed read, to the byte,
+    /// for every stored value in columns of every affinity (letters of two
+    /// and three bytes, bytes that are not UTF-8, numbers, BLOBs), at
+    /// lengths below, at and above each value's; and in a STRICT column
+    /// read as stored. A text with a NUL is the exception: `SUBSTR` stops
+    /// at it, while the cut keeps such a text whole when it is short
+    /// enough, as the embedded engine's cut does.
+    #[test]
+    fn a_cut_read_is_substr_of_the_typed_read() {
+        for declared in ["TEXT", "REAL", "INTEGER", "NUMERIC", "BLOB", ""] {
+            with_every_kind(declared, |connection| {
+                let found = column_types(connection, "t", "").unwrap();
+                cut_is_substr(connection, None, Some(&found[0].1), declared);
+            });
+        }
+        let connection = Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE t (c TEXT) STRICT; INSERT INTO t VALUES (NULL), (''), ('abc'), \
+                 ('abcdé'), ('a' || char(0) || 'bcdef'), (CAST(x'ff6162e9' AS TEXT)), \
+                 ('日本語のテキスト'), ('12')",
+            )
+            .unwrap();
+        let text = Some(&DatabaseType::Text);
+        cut_is_substr(&connection, text, text, "STRICT TEXT");
+    }
+
+    fn cut_is_substr(
+        connection: &Connection,
+        stored: Option<&DatabaseType>,
+        declared: Option<&DatabaseType>,
+        label: &str,
+    ) {
+        let read = read_as("c", ColumnKind::Text, stored, declared);
+        for length in 1..=12 {
+            let cut = cut_as("c", stored, length);
+            let whole =
+                format!("instr(CAST(r AS BLOB), x'00') > 0 AND octet_length(r) <= {length}");
+            let differing: i64 = connection
+                .query_row(
+                    &format!(
+                        "SELECT count(*) FROM (SELECT {cut} AS a, CASE WHEN {whole} THEN r \
+                         ELSE SUBSTR(r, 1, {length}) END AS b FROM (SELECT *, {read} AS r FROM t)) \
+                         WHERE NOT (typeof(a) = typeof(b) AND CAST(a AS BLOB) IS CAST(b AS BLOB))"
+                    ),
+                    [],
+                    |row| row.get(0),
+                )
+                .unwrap_or_else(|e| panic!("{label:?} cut at {length} by {cut}: {e}"));
+            assert_eq!(differing, 0, "{label:?} cut at {length} by {cut}");
         }
     }
 

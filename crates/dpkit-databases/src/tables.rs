@@ -25,6 +25,9 @@ struct Table {
     columns: Vec<(String, DatabaseType)>,
     /// The database table's name without a schema, in lower case.
     read: String,
+    /// The text columns its `SELECT` also reads cut, with their
+    /// `max_length` (see [`super::Flavour::cuts_in_source`]).
+    cuts: Vec<(String, u32)>,
 }
 
 impl Table {
@@ -48,12 +51,21 @@ impl Table {
             .map_err(|e| DatabaseError::Unreadable(format!("cannot plan over the table: {e}")))?;
         let table = alone.source.database_table().unwrap_or_default();
         let read = table.rsplit('.').next().unwrap_or_default();
+        let cuts: Vec<(String, u32)> = match backend.flavour().cuts_in_source() {
+            true => columns
+                .iter()
+                .filter(|(_, kind)| *kind == dpkit_description::ColumnKind::Text)
+                .map(|(name, _)| (name.clone(), alone.max_length(name)))
+                .collect(),
+            false => Vec::new(),
+        };
         let table = Self {
             name: name.to_string(),
-            source: backend.source(&columns, &found),
+            source: backend.source(&columns, &found, &cuts),
             backend,
             columns: found,
             read: read.to_lowercase(),
+            cuts,
         };
         Ok((table, Arc::new(provider)))
     }
@@ -161,16 +173,28 @@ impl DatabaseTables {
             .iter()
             .map(|(name, _, source)| (name.clone(), source.as_str()));
         let raw: Vec<(String, &str)> = private.chain(public).collect();
+        let cuts: Vec<(String, String, u32)> = self
+            .tables
+            .iter()
+            .flat_map(|t| {
+                let raw = crate::raw_table_name(&t.name);
+                t.cuts
+                    .iter()
+                    .map(move |(c, n)| (raw.clone(), c.clone(), *n))
+            })
+            .collect();
+        let cut_names: Vec<String> = cuts.iter().map(|(_, c, _)| crate::cut_column(c)).collect();
         let private_names = self.tables.iter().flat_map(|t| {
             let columns = t.columns.iter().map(|(name, _)| name.as_str());
             columns.chain([t.name.as_str()])
         });
+        let private_names = private_names.chain(cut_names.iter().map(String::as_str));
         let public_names = self.public.iter().flat_map(|(name, columns, _)| {
             columns.iter().map(String::as_str).chain([name.as_str()])
         });
         let names: Vec<&str> = private_names.chain(public_names).collect();
         let flavour = self.runner().flavour();
-        let remote = super::sql::remote_plan(plan, flavour, &raw, &names, rows_bound)?;
+        let remote = super::sql::remote_plan(plan, flavour, &raw, &cuts, &names, rows_bound)?;
         let schema: &SchemaRef = plan.schema().inner();
         for table in &self.tables {
             table.backend.check(&remote, schema)?;

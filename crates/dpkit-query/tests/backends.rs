@@ -736,6 +736,41 @@ fn a_strict_sqlite_table_is_read_as_stored() {
     assert!(sent(&loose).contains("typeof"), "{}", sent(&loose));
 }
 
+/// Texts longer than their `max_length`, which SQLite reads cut in the
+/// typed read of the table (`__dpkit_cut_…`, not a `SUBSTR` per use), give
+/// the embedded engine's groups, conditions and lengths on both kinds of
+/// table; an id longer than its `max_length` is still no one's, its check
+/// cutting one character further than the read does.
+#[test]
+fn sqlite_cuts_long_texts_as_the_embedded_engine_does() {
+    let csv = "id,word,n\nbob,abcdX,1\nbob,abcdY,2\nann,abc,3\nalice,abcdZ,4\n\
+               cy,é€ab€,5\ncy,12345,6\ndd,abc,7\n";
+    let types: databases::Types<'static> = &[("n", "INTEGER")];
+    let description = "[table]\nname = \"t\"\nfile = \"t.csv\"\n\
+        [privacy_unit]\nkind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 2\n\
+        [budget]\nepsilon = 1000.0\n\
+        [columns.id]\ntype = \"text\"\nmax_length = 3\n\
+        [columns.word]\ntype = \"text\"\nmax_length = 4\n\
+        domain = [\"abcd\", \"abc\", \"é€ab\", \"1234\"]\n\
+        [columns.n]\ntype = \"integer\"\nbounds = [0, 10]\n";
+    let queries = [
+        "SELECT word, COUNT(*) AS c, SUM(n) AS s FROM t GROUP BY word",
+        "SELECT COUNT(*) AS c, SUM(n) AS s FROM t",
+        "SELECT COUNT(*) AS c FROM t WHERE word = 'abcd'",
+        "SELECT COUNT(*) AS c, SUM(n) AS s FROM t WHERE length(word) = 4",
+    ];
+    let embedded = Place::Embedded.open("longtexts", csv, types, description);
+    // bob's, ann's, cy's and dd's rows; alice is no one.
+    let all = exact(&embedded, queries[1]);
+    assert_eq!(all[0].1[0].steps_on(0), Some(6));
+    for place in [Place::Sqlite, Place::SqliteStrict] {
+        let engine = place.open("longtexts", csv, types, description);
+        assert_same_exact(&engine, &embedded, &queries, &[]);
+        let sent = engine.explain(queries[0], &settings(1.0)).unwrap();
+        assert!(sent.contains("__dpkit_cut_word"), "{sent}");
+    }
+}
+
 /// On SQLite an average's sum and count are one call of dpkit's sum per
 /// row: the sum counts the values it is handed (`counted_sums`), and SQLite
 /// computes identical aggregate calls of a statement once. Its answers are

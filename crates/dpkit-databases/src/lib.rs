@@ -57,8 +57,9 @@ pub fn raw_table_name(table: &str) -> String {
 }
 
 /// The name under which a typed read also gives a text column cut to its
-/// `max_length` (SQLite's: see [`Flavour::cuts_in_source`]). Description
-/// columns cannot start with `__dpkit`, so it names no other column.
+/// `max_length` (SQLite's: see [`Flavour::cuts_in_source`]). A table with
+/// a column that starts with `__dpkit` is refused (`declared_columns`), so
+/// it names no other column.
 pub(crate) fn cut_column(column: &str) -> String {
     format!("__dpkit_cut_{column}")
 }
@@ -171,7 +172,16 @@ pub(crate) fn declared_columns(
     columns: &[(String, DatabaseType)],
     database: &str,
 ) -> Result<Vec<(String, ColumnKind)>> {
-    let mut problems = Vec::new();
+    // dpkit names columns of its own in the statements it sends (each text
+    // column's cut, `cut_column`): a table's column of such a name, which
+    // SQLite finds whatever its case, would be read in their place.
+    let mut problems: Vec<String> = columns
+        .iter()
+        .filter(|(name, _)| name.to_lowercase().starts_with("__dpkit"))
+        .map(|(name, _)| {
+            format!("its column '{name}' starts with dpkit's own prefix __dpkit (rename it)")
+        })
+        .collect();
     for (name, facts) in &description.columns {
         match columns.iter().find(|(n, _)| n == name) {
             None => problems.push(format!("it has no column '{name}'")),

@@ -201,11 +201,18 @@ fn read_as(
 /// is its own cut; `octet_length` gives a number's bytes as text, and a
 /// text's from its stored size (of whatever bytes, NULs included) without
 /// reading it.
+///
+/// `SUBSTR` stops at a NUL, where the embedded engine's cut counts it as a
+/// character: a longer text that holds one is NULL here rather than cut
+/// short at it. A short one is whole, as on the embedded engine. (A person
+/// column's check that its id is whole also cuts one character further,
+/// by `SUBSTR`, which stops at the NUL: an id that holds one is no one's,
+/// never read as the id before its NUL, someone else's.)
 fn cut_as(column: &str, stored: Option<&DatabaseType>, length: u32) -> String {
     let cut = |text: &str| {
         format!(
             "CASE WHEN octet_length({column}) <= {length} THEN {text} \
-             ELSE SUBSTR({text}, 1, {length}) END"
+             WHEN instr(CAST({text} AS BLOB), x'00') = 0 THEN SUBSTR({text}, 1, {length}) END"
         )
     };
     match stored {
@@ -487,7 +494,7 @@ mod tests {
     /// lengths below, at and above each value's; and in a STRICT column
     /// read as stored. A text with a NUL is the exception: `SUBSTR` stops
     /// at it, while the cut keeps such a text whole when it is short
-    /// enough, as the embedded engine's cut does.
+    /// enough, as the embedded engine's cut does, and is NULL otherwise.
     #[test]
     fn a_cut_read_is_substr_of_the_typed_read() {
         for declared in ["TEXT", "REAL", "INTEGER", "NUMERIC", "BLOB", ""] {
@@ -517,13 +524,13 @@ mod tests {
         let read = read_as("c", ColumnKind::Text, stored, declared);
         for length in 1..=12 {
             let cut = cut_as("c", stored, length);
-            let whole =
-                format!("instr(CAST(r AS BLOB), x'00') > 0 AND octet_length(r) <= {length}");
+            let nul = "instr(CAST(r AS BLOB), x'00') > 0";
             let differing: i64 = connection
                 .query_row(
                     &format!(
-                        "SELECT count(*) FROM (SELECT {cut} AS a, CASE WHEN {whole} THEN r \
-                         ELSE SUBSTR(r, 1, {length}) END AS b FROM (SELECT *, {read} AS r FROM t)) \
+                        "SELECT count(*) FROM (SELECT {cut} AS a, CASE WHEN NOT {nul} \
+                         THEN SUBSTR(r, 1, {length}) WHEN octet_length(r) <= {length} THEN r END \
+                         AS b FROM (SELECT *, {read} AS r FROM t)) \
                          WHERE NOT (typeof(a) = typeof(b) AND CAST(a AS BLOB) IS CAST(b AS BLOB))"
                     ),
                     [],

@@ -771,6 +771,44 @@ fn sqlite_cuts_long_texts_as_the_embedded_engine_does() {
     }
 }
 
+/// A person id that holds a NUL (where SQLite's `SUBSTR` stops) is no one's
+/// on SQLite, never read as the id before its NUL, someone else's; and a
+/// table with a column named as dpkit names its own (`__dpkit_cut_id`, the
+/// cut of `id` that dpkit reads) is refused when opened, in one line.
+#[test]
+fn sqlite_ids_with_a_nul_are_no_ones_and_own_column_names_are_refused() {
+    let dir = folder("nul-ids");
+    let connection = rusqlite::Connection::open(dir.join("people.sqlite")).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE people (id TEXT, n INTEGER); \
+             INSERT INTO people VALUES ('ab', 1), ('ab' || char(0) || 'zzzzz', 2), \
+             ('a' || char(0) || 'b', 3), ('cd', 4); \
+             CREATE TABLE shadowed (id TEXT, __DPKIT_cut_id TEXT); \
+             INSERT INTO shadowed VALUES ('ab', 'p1'), ('ab', 'p2')",
+        )
+        .unwrap();
+    let open = |table: &str| {
+        let text = format!(
+            "[table]\nname = \"t\"\nsqlite = \"people.sqlite\"\nsource_table = \"{table}\"\n\
+             [privacy_unit]\nkind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 2\n\
+             [budget]\nepsilon = 1000.0\n[columns.id]\ntype = \"text\"\nmax_length = 3\n"
+        );
+        QueryEngine::open(Description::from_toml(&text, &dir).unwrap())
+    };
+    let engine = open("people").unwrap();
+    // ab's row and cd's.
+    let count = exact(&engine, "SELECT COUNT(*) AS c FROM t");
+    assert_eq!(count[0].1[0].steps_on(0), Some(2));
+    let refused = open("shadowed");
+    assert!(
+        matches!(&refused, Err(QueryError::Description(m))
+            if m.contains("dpkit's own prefix") && !m.contains('\n')),
+        "{:?}",
+        refused.err()
+    );
+}
+
 /// On SQLite an average's sum and count are one call of dpkit's sum per
 /// row: the sum counts the values it is handed (`counted_sums`), and SQLite
 /// computes identical aggregate calls of a statement once. Its answers are

@@ -200,11 +200,14 @@ fn read_as(
 /// A text of at most `length` bytes has at most `length` characters, so it
 /// is its own cut; `octet_length` gives a number's bytes as text, and a
 /// text's from its stored size (of whatever bytes, NULs included) without
-/// reading it.
+/// reading it (in the database's encoding: two bytes or more a character
+/// in UTF-16, still at least one).
 ///
 /// `SUBSTR` stops at a NUL, where the embedded engine's cut counts it as a
 /// character: a longer text that holds one is NULL here rather than cut
-/// short at it. A short one is whole, as on the embedded engine. (A person
+/// short at it (`instr` of two texts looks for the character, whatever the
+/// encoding; a BLOB's bytes would hold a 0 for every letter in UTF-16).
+/// A short one is whole, as on the embedded engine. (A person
 /// column's check that its id is whole also cuts one character further,
 /// by `SUBSTR`, which stops at the NUL: an id that holds one is no one's,
 /// never read as the id before its NUL, someone else's.)
@@ -212,7 +215,7 @@ fn cut_as(column: &str, stored: Option<&DatabaseType>, length: u32) -> String {
     let cut = |text: &str| {
         format!(
             "CASE WHEN octet_length({column}) <= {length} THEN {text} \
-             WHEN instr(CAST({text} AS BLOB), x'00') = 0 THEN SUBSTR({text}, 1, {length}) END"
+             WHEN instr({text}, char(0)) = 0 THEN SUBSTR({text}, 1, {length}) END"
         )
     };
     match stored {
@@ -492,7 +495,8 @@ mod tests {
     /// for every stored value in columns of every affinity (letters of two
     /// and three bytes, bytes that are not UTF-8, numbers, BLOBs), at
     /// lengths below, at and above each value's; and in a STRICT column
-    /// read as stored. A text with a NUL is the exception: `SUBSTR` stops
+    /// read as stored; and in UTF-16 databases, where every letter of ASCII
+    /// has a zero byte. A text with a NUL is the exception: `SUBSTR` stops
     /// at it, while the cut keeps such a text whole when it is short
     /// enough, as the embedded engine's cut does, and is NULL otherwise.
     #[test]
@@ -513,6 +517,18 @@ mod tests {
             .unwrap();
         let text = Some(&DatabaseType::Text);
         cut_is_substr(&connection, text, text, "STRICT TEXT");
+        for encoding in ["UTF-16le", "UTF-16be"] {
+            let connection = Connection::open_in_memory().unwrap();
+            connection
+                .execute_batch(&format!(
+                    "PRAGMA encoding = '{encoding}'; CREATE TABLE t (c TEXT); \
+                     INSERT INTO t VALUES (NULL), (''), ('Oslo'), ('Copenhagen'), ('abcdé'), \
+                     ('a' || char(0) || 'bcdef'), ('日本語のテキスト'), ('😀😀😀'), (12), (5.5), \
+                     (x'00ff')"
+                ))
+                .unwrap();
+            cut_is_substr(&connection, None, text, encoding);
+        }
     }
 
     fn cut_is_substr(
@@ -524,7 +540,7 @@ mod tests {
         let read = read_as("c", ColumnKind::Text, stored, declared);
         for length in 1..=12 {
             let cut = cut_as("c", stored, length);
-            let nul = "instr(CAST(r AS BLOB), x'00') > 0";
+            let nul = "instr(r, char(0)) > 0";
             let differing: i64 = connection
                 .query_row(
                     &format!(

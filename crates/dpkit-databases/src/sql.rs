@@ -241,13 +241,13 @@ impl Translation<'_> {
             return None;
         };
         let table = column.relation.as_ref()?;
-        let read = self.cuts.iter().any(|(t, c, n)| {
-            *table == TableReference::bare(t.as_str())
-                && *c == column.name
-                && i64::from(*n) == *length
-        });
-        let cut = Column::new(Some(table.clone()), cut_column(&column.name));
-        (function.name() == "dpkit_cut_text" && read).then_some(Expr::Column(cut))
+        let read = function.name() == "dpkit_cut_text"
+            && self.cuts.iter().any(|(t, c, n)| {
+                *table == TableReference::bare(t.as_str())
+                    && *c == column.name
+                    && i64::from(*n) == *length
+            });
+        read.then(|| Expr::Column(Column::new(Some(table.clone()), cut_column(&column.name))))
     }
 
     /// SQLite: whatever DataFusion computes per value, dpkit computes.

@@ -419,18 +419,19 @@ mod tests {
             "",
         ];
         for declared in declarations {
-            with_every_kind(declared, |connection| {
+            with_every_kind("affinity", declared, |connection| {
                 every_kind_reads_by_the_rule(connection, declared)
             });
         }
     }
 
     /// `check` on a table of every kind of value in a column `declared`,
-    /// written through the declaration and declared afterwards.
-    fn with_every_kind(declared: &str, check: impl Fn(&Connection)) {
+    /// written through the declaration and declared afterwards, in files
+    /// named by `test` (tests of one process run at once).
+    fn with_every_kind(test: &str, declared: &str, check: impl Fn(&Connection)) {
         for afterwards in [false, true] {
             let file = std::env::temp_dir().join(format!(
-                "dpkit-affinity-{}-{}-{afterwards}.sqlite",
+                "dpkit-{test}-{}-{}-{afterwards}.sqlite",
                 std::process::id(),
                 declared.replace(' ', "_")
             ));
@@ -502,7 +503,7 @@ mod tests {
     #[test]
     fn a_cut_read_is_substr_of_the_typed_read() {
         for declared in ["TEXT", "REAL", "INTEGER", "NUMERIC", "BLOB", ""] {
-            with_every_kind(declared, |connection| {
+            with_every_kind("cut", declared, |connection| {
                 let found = column_types(connection, "t", "").unwrap();
                 cut_is_substr(connection, None, Some(&found[0].1), declared);
             });

@@ -213,7 +213,7 @@ fn open(path: &Path, flags: OpenFlags) -> Result<Connection> {
     let connection = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|e| ledger_error(path, e))?;
     connection
-        .busy_timeout(std::time::Duration::from_secs(10))
+        .busy_timeout(crate::schema::BUSY_WAIT)
         .map_err(|e| ledger_error(path, e))?;
     Ok(connection)
 }

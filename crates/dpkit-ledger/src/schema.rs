@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// How long a connection waits for another's lock before it gives up.
-const BUSY_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// Waiting and durability: writers wait for each other, in this process
 /// or another, up to [`BUSY_WAIT`] at a time, and every commit reaches the

@@ -225,7 +225,8 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         ));
     }
     let mut rng = SecureRng::from_os()?;
-    let answer = engine.answer(&args.sql, &settings, &ledger, &mut rng)?;
+    let deadlines = dpkit_query::timing::Deadlines::default();
+    let answer = engine.answer_by_deadline(&args.sql, &settings, &ledger, &deadlines, &mut rng)?;
     let state = ledger.state()?;
     if args.format == AnswerFormat::Csv {
         // CSV is for scripts: the notes go beside it, on standard error.

@@ -290,14 +290,22 @@ fn analyst(config: &Config, action: &AnalystAction) -> Result<()> {
     }
 }
 
+/// The served dataset `name` (each is named by its description's main
+/// table), or a refusal that lists the names there are.
 fn dataset(config: &Config, name: &str) -> Result<Description> {
+    let mut names = Vec::with_capacity(config.datasets.len());
     for entry in &config.datasets {
         let description = Description::load(&entry.description)?;
         if description.table == name {
             return Ok(description);
         }
+        names.push(description.table);
     }
-    bail!("no dataset named {name} in the configuration")
+    bail!(
+        "no dataset named {name} in the configuration: its datasets are {} (each is named by \
+         its description's [table] name)",
+        names.join(", ")
+    )
 }
 
 /// Grants the analyst's totals on the dataset: each as given, or else as

@@ -238,7 +238,13 @@ fn analysts_are_added_listed_budgeted_and_revoked_from_the_command_line() {
         "{err}"
     );
     let (ok, _, err) = serve_command(&folder, &["analyst", "add", "bob", "--dataset", "nosuch"]);
-    assert!(!ok && err.contains("no dataset named nosuch"), "{err}");
+    // One line, naming the datasets there are (issue 67).
+    assert!(
+        !ok && err.contains("no dataset named nosuch")
+            && err.contains("its datasets are adult")
+            && err.trim().lines().count() == 1,
+        "{err}"
+    );
     let (ok, out, _) = serve_command(
         &folder,
         &[

@@ -192,15 +192,17 @@ impl std::fmt::Debug for Source {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KeptRows {
     /// The first in the order of the rows' own values, every column in
-    /// turn (`"ordered"`, the default): the same rows every time, on every
-    /// engine, but the first columns' smallest values are favoured (the
-    /// clinic's visits in the year's first months).
-    #[default]
+    /// turn (`"ordered"`): the same rows every time, on every engine, but
+    /// the first columns' smallest values are favoured (the clinic's
+    /// visits in the year's first months), which biases every answer that
+    /// the cap cuts. For comparing engines row for row.
     Ordered,
     /// A uniformly random choice among the person's rows, drawn anew by
-    /// each run (`"random"`): no value is favoured. The embedded engine
-    /// draws from the thread's OS-seeded generator, a database from its
-    /// own `random()` (`rand()` on Spark), seeded apart from the rows.
+    /// each run (`"random"`, the default): no value is favoured. The
+    /// embedded engine draws from the thread's OS-seeded generator, a
+    /// database from its own `random()` (`rand()` on Spark), seeded apart
+    /// from the rows.
+    #[default]
     Random,
 }
 
@@ -858,8 +860,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 fn kept_rows(raw: Option<&str>) -> Result<KeptRows> {
     match raw {
-        None | Some("ordered") => Ok(KeptRows::Ordered),
-        Some("random") => Ok(KeptRows::Random),
+        Some("ordered") => Ok(KeptRows::Ordered),
+        None | Some("random") => Ok(KeptRows::Random),
         Some(other) => Err(invalid(format!(
             "privacy_unit keep '{other}': use ordered or random"
         ))),
@@ -1074,17 +1076,16 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_kept_in_order_unless_random_is_declared() {
+    fn rows_are_kept_at_random_unless_ordered_is_declared() {
         let t = "type = \"integer\"";
         let id =
             |keep: &str| format!("kind = \"id\"\ncolumn = \"c\"\nmax_rows_per_person = 3\n{keep}");
-        assert_eq!(
-            describe("", &id(""), BUDGET, t).unwrap().keep,
-            KeptRows::Ordered
-        );
-        let random = describe("", &id("keep = \"random\""), BUDGET, t).unwrap();
-        assert_eq!(random.keep, KeptRows::Random);
-        assert_eq!(random.alone("t").unwrap().keep, KeptRows::Random);
+        let default = describe("", &id(""), BUDGET, t).unwrap();
+        assert_eq!(default.keep, KeptRows::Random);
+        assert_eq!(default.alone("t").unwrap().keep, KeptRows::Random);
+        let ordered = describe("", &id("keep = \"ordered\""), BUDGET, t).unwrap();
+        assert_eq!(ordered.keep, KeptRows::Ordered);
+        assert_eq!(ordered.alone("t").unwrap().keep, KeptRows::Ordered);
         assert_refused(
             describe("", &id("keep = \"first\""), BUDGET, t),
             "unknown keep",

@@ -538,6 +538,38 @@ impl QueryEngine {
         self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng)
     }
 
+    /// [`QueryEngine::answer`], released no earlier than its deadline,
+    /// and past it at a noisy time ([`crate::timing`]): the calling thread
+    /// sleeps until then, whether the run answered or failed. A refusal at
+    /// planning, which reads no data, leaves at once. So the time a script
+    /// takes for the whole call shows no more of one person than the
+    /// release time allows. Should the release time not be drawn, the
+    /// answer is not released.
+    pub fn answer_by_deadline<R: CryptoRng + ?Sized>(
+        &self,
+        sql: &str,
+        settings: &ReleaseSettings,
+        ledger: &Ledger,
+        deadlines: &crate::timing::Deadlines,
+        rng: &mut R,
+    ) -> Result<ReleasedTable> {
+        let started = std::time::Instant::now();
+        let query = self.plan(sql)?;
+        let outcome = plan_noise(&query.measured, settings)
+            .map_err(QueryError::from)
+            .and_then(|noise| {
+                let charge = ledger.charge(noise.charge(), sql)?;
+                self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng)
+            });
+        let release = deadlines
+            .release_time(query.work(), self.description.public_rows)?
+            .release_after(started.elapsed())?;
+        std::thread::sleep(
+            (started + release).saturating_duration_since(std::time::Instant::now()),
+        );
+        outcome
+    }
+
     /// Runs `query` under its committed `charge` and releases the answer:
     /// the one place a run's failure decides a refund. A failure that may
     /// depend on the data keeps its cost, or failing would reveal one row

@@ -222,8 +222,28 @@ pub(crate) fn typed_column(description: &Description, name: &str) -> Expr {
         Some(facts) if person && facts.kind == ColumnKind::Text => {
             whole_or_no_one(name, facts.max_length())
         }
+        Some(facts) if person && facts.kind == ColumnKind::Integer => own_integer_or_no_one(name),
         _ => typed_as(name, facts),
     }
+}
+
+/// An integer person column as the view reads it: the integer, or NULL
+/// (the row is then no one's, and left out) when its text is not that
+/// integer's own (`07`, `+7`): read as 7, it would make two people one,
+/// whose cap would then keep one's rows by the other's. A value already
+/// stored as an integer is its own text.
+fn own_integer_or_no_one(name: &str) -> Expr {
+    use datafusion::logical_expr::expr::Case;
+    let number = try_cast(column(name), DataType::Int64);
+    let text = |expr: Expr| try_cast(expr, DataType::Utf8);
+    let own = text(number.clone()).eq(text(column(name)));
+    let no_one = Expr::Literal(datafusion::common::ScalarValue::Int64(None), None);
+    let case = Case::new(
+        None,
+        vec![(Box::new(own), Box::new(number))],
+        Some(Box::new(no_one)),
+    );
+    Expr::Case(case).alias(name)
 }
 
 /// A text person column as the view reads it: whole, or NULL (the row is

@@ -867,10 +867,11 @@ fn kept_rows_depend_on_each_persons_own_rows_alone() {
         }
     }
     let description = "[table]\nname = \"visits\"\nfile = \"visits.csv\"\n\
-         [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 20\n\
+         [privacy_unit]\nkind = \"id\"\ncolumn = \"person\"\nmax_rows_per_person = 20\nkeep = \"ordered\"\n\
          max_groups_per_person = 5\nmax_rows_per_group = 2\n\
-         [budget]\nepsilon = 1000\n[columns.person]\ntype = \"text\"\n\
-         [columns.shop]\ntype = \"text\"\ndomain = [\"A\", \"B\", \"C\", \"D\", \"E\"]\n\
+         [budget]\nepsilon = 1000\n[columns.person]\ntype = \"text\"\nmax_length = 8\n\
+         [columns.shop]\ntype = \"text\"\nmax_length = 1\n\
+         domain = [\"A\", \"B\", \"C\", \"D\", \"E\"]\n\
          [columns.spend]\ntype = \"integer\"\nbounds = [0, 100]\n";
     let sums = |name: &str, data: String| {
         let fixture = Fixture::new(name, "visits.csv", &data, description, 1000.0);

@@ -210,6 +210,28 @@ fn the_per_person_cap_applies_on_the_scan_whatever_from_says() {
     );
 }
 
+/// An integer id is one person only in its own text: `07` and `+7` are
+/// not person 7 (read as 7, they made three people one, whose cap kept one
+/// person's rows by another's). Such rows are no one's, and left out.
+#[test]
+fn an_integer_id_in_another_spelling_is_not_that_person() {
+    let csv = "id,age,name,salary,score\n07,30,a,1,1\n+7,31,b,1,1\n7,32,c,1,1\n";
+    let t = table(
+        "id-spelling",
+        csv,
+        "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 5",
+    );
+    let answer = t.answer("SELECT COUNT(*) FROM t", 500.0, 5).unwrap();
+    let Cell::Value { value, .. } = answer.rows[0][0] else {
+        panic!()
+    };
+    assert_eq!(
+        value.round(),
+        1.0,
+        "rows of 07, +7 and 7 counted as person 7"
+    );
+}
+
 #[test]
 fn column_types_come_from_the_description_not_the_data() {
     let odd = PEOPLE.replace("1,30,ann", "1,90.5,ann");
@@ -440,6 +462,84 @@ fn work_per_row_is_bounded_at_planning_from_public_lengths() {
     )));
     let max_work = dpkit_total::MAX_WORK;
     assert_eq!(max_work, 1 << 17);
+}
+
+/// `CASE WHEN <one row> THEN (CASE WHEN atan2(…) BETWEEN … THEN 1 … END) < 0
+/// ELSE false END`, with `branches` numeric branches on `column`: the
+/// timing attack of issue 63, whose numeric calls cost no unit before.
+fn numeric_branches(target: &str, function: &str, column: &str, branches: u32) -> String {
+    let arms: String = (0..branches)
+        .map(|i| {
+            let low = 0.5 + f64::from(i) * 1e-3;
+            format!(
+                " WHEN {function}({column}, 1.001) BETWEEN {low} AND {} THEN 1",
+                low + 1e-3
+            )
+        })
+        .collect();
+    format!("CASE WHEN {target} THEN (CASE{arms} ELSE 0 END) < 0 ELSE false END")
+}
+
+fn refused_for_work(engine: &dpkit_query::QueryEngine, sql: &str) -> bool {
+    match engine.plan(sql) {
+        Err(QueryError::NotPrivate(reason)) => reason.contains("units of work"),
+        Err(other) => panic!("{sql}: {other}"),
+        Ok(_) => false,
+    }
+}
+
+/// Issue 63's attacks, refused for free: numeric work on one person's rows,
+/// multiplied by a join's fan-out (41 × 41 × 5 public rows per row of
+/// Adult) or by a self-join of one person's visits. Before, numeric nodes
+/// cost nothing and both were accepted at any ε; through `dpkit serve` the
+/// first took 3,652 ms with the person against 46 ms without.
+#[test]
+fn numeric_work_through_joins_is_bounded_per_person() {
+    let adult = dpkit_query::QueryEngine::open(fixture::adult_with_public_tables()).unwrap();
+    let from = "FROM adult a JOIN countries c1 ON true JOIN countries c2 ON true \
+                JOIN (SELECT * FROM education_levels WHERE typical_years <= 9) e ON true";
+    let target = "a.age = 37 AND a.fnlwgt = 280464";
+    for branches in [280, 1] {
+        let case = numeric_branches(target, "atan2", "a.age", branches);
+        let attack = format!("SELECT COUNT(*) {from} WHERE {case}");
+        assert!(refused_for_work(&adult, &attack), "{branches} branches");
+    }
+    // A few branches on one row each, or a join that repeats no key, are
+    // answered.
+    let case = numeric_branches(target, "atan2", "a.age", 20);
+    assert!(!refused_for_work(
+        &adult,
+        &format!("SELECT COUNT(*) FROM adult a WHERE {case}")
+    ));
+    assert!(!refused_for_work(
+        &adult,
+        "SELECT c.region, COUNT(*) FROM adult a JOIN countries c \
+         ON a.\"native-country\" = c.country GROUP BY c.region"
+    ));
+    let clinic = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/clinic");
+    let clinic = dpkit_query::Description::load(&clinic.join("clinic.toml")).unwrap();
+    let clinic = dpkit_query::QueryEngine::open(clinic).unwrap();
+    let case = numeric_branches("v1.person = 17", "pow", "v1.cost", 250);
+    let attack = format!(
+        "SELECT COUNT(*) FROM visits v1 JOIN visits v2 ON v1.person = v2.person WHERE {case}"
+    );
+    assert!(refused_for_work(&clinic, &attack));
+}
+
+/// The bound is per person: the same query costs each of a person's rows,
+/// so a cap of one row allows what a cap of a thousand does not.
+#[test]
+fn the_work_bound_multiplies_by_the_rows_one_person_holds() {
+    let case = numeric_branches("name = 'dan'", "atan2", "age", 10);
+    let sql = format!("SELECT COUNT(*) FROM t WHERE {case}");
+    let one = table("work-one-row", PEOPLE, "kind = \"row\"");
+    assert!(!refused_for_work(&one.engine, &sql));
+    let many = table(
+        "work-many-rows",
+        PEOPLE,
+        "kind = \"id\"\ncolumn = \"id\"\nmax_rows_per_person = 1000",
+    );
+    assert!(refused_for_work(&many.engine, &sql));
 }
 
 /// Found by red-teaming the rewrite: each must be refused or answered alike

@@ -94,6 +94,19 @@ pub struct Limits {
     pub burst: u32,
     /// The largest data file held in memory.
     pub max_in_memory_megabytes: u64,
+    /// Hold each answer until its deadline, computed from public facts
+    /// (`dpkit_query::timing`), and release one that overruns it at a
+    /// noisy time: how long a run took then shows no one. On by default.
+    pub deadlines: bool,
+    /// Milliseconds added to every deadline (what any run takes, whatever
+    /// it asks: set it above the usual run to make most answers' times
+    /// the same).
+    pub deadline_floor_ms: f64,
+    /// The ε of an overrunning run's release time (not charged to the
+    /// ledger: see the book's "What one person can cost").
+    pub time_epsilon: f64,
+    /// The δ of an overrunning run's release time.
+    pub time_delta: f64,
 }
 
 impl Default for Limits {
@@ -108,6 +121,10 @@ impl Default for Limits {
             requests_per_second: 10.0,
             burst: 20,
             max_in_memory_megabytes: 2048,
+            deadlines: true,
+            deadline_floor_ms: 0.0,
+            time_epsilon: 0.01,
+            time_delta: 1e-9,
         }
     }
 }
@@ -291,6 +308,21 @@ fn postgres_state(raw: RawPostgres, workers: usize) -> Result<PostgresState> {
 }
 
 impl Limits {
+    /// How answers are held back (`deadlines`), or none.
+    ///
+    /// ```
+    /// use dpkit_serve::config::Limits;
+    /// assert!(Limits::default().deadlines().is_some());
+    /// assert!(Limits { deadlines: false, ..Limits::default() }.deadlines().is_none());
+    /// ```
+    pub fn deadlines(&self) -> Option<dpkit_query::timing::Deadlines> {
+        self.deadlines.then(|| dpkit_query::timing::Deadlines {
+            floor: std::time::Duration::from_secs_f64(self.deadline_floor_ms / 1000.0),
+            epsilon: self.time_epsilon,
+            delta: self.time_delta,
+        })
+    }
+
     /// The runs one analyst may have under way at once.
     ///
     /// ```
@@ -324,7 +356,13 @@ fn check_limits(limits: &Limits) -> Result<()> {
         && limits.query_timeout_seconds.is_finite()
         && limits.query_timeout_seconds > 0.0
         && limits.requests_per_second.is_finite()
-        && limits.requests_per_second > 0.0;
+        && limits.requests_per_second > 0.0
+        && limits.time_epsilon.is_finite()
+        && limits.time_epsilon > 0.0
+        && limits.time_delta > 0.0
+        && limits.time_delta < 1.0
+        && limits.deadline_floor_ms.is_finite()
+        && (0.0..=3_600_000.0).contains(&limits.deadline_floor_ms);
     if !positive {
         return Err(ServeError::Config(
             "every [limits] value must be finite and > 0".into(),

@@ -3,10 +3,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dpkit_query::description::PrivacyUnit;
 use dpkit_query::reuse::PlanCache;
+use dpkit_query::timing::Deadlines;
 use dpkit_query::{Description, QueryEngine, RunLimits};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -131,6 +132,26 @@ impl Dataset {
     /// The dataset's name.
     pub fn name(&self) -> &str {
         &self.public.name
+    }
+
+    /// When a run of a query whose work bound is `work` units per person
+    /// (`dpkit_query::plan::PrivateQuery::work`), started at `started` and
+    /// ended now, may leave: at its deadline over the public number of
+    /// people, or past it at a noisy time (see [`dpkit_query::timing`]).
+    /// Should the time not be drawn, at `fallback` after the start, a
+    /// public time: never at once.
+    pub fn release_at(
+        &self,
+        deadlines: &Deadlines,
+        work: u64,
+        started: Instant,
+        fallback: Duration,
+    ) -> Instant {
+        let people = self.engine.description().public_rows;
+        let release = deadlines
+            .release_time(work, people)
+            .and_then(|time| Ok(time.release_after(started.elapsed())?));
+        started + release.unwrap_or(fallback)
     }
 }
 

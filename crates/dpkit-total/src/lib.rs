@@ -23,7 +23,7 @@
 //!
 //! Anything else is refused at planning, which spends nothing. The planner
 //! in `dpkit-query` rewrites every expression with a [`Totaliser`] and
-//! checks the query's total work per row with [`check_work`].
+//! checks the work one person's rows can cause with [`check_work`].
 //!
 //! ```
 //! // SQL past what the tokenizer and planner are allowed to read is refused
@@ -45,7 +45,10 @@ pub use rewrite::{
     ALLOWED_FUNCTIONS, MAX_DEPTH, MAX_NODES, MAX_SQL_BYTES, Size, Sizes, Totaliser, Ty, Typed,
     check_size, check_work,
 };
-pub use work::{MAX_WORK, NUMBER_AS_TEXT_BYTES, bytes_of_characters};
+pub use work::{
+    MATH_CALL_WORK, MAX_WORK, NODE_BATCH_WORK, NODE_WORK, NUMBER_AS_TEXT_BYTES,
+    bytes_of_characters, pair_work, row_work,
+};
 
 /// The largest `max_length` a description may give a text column: a value
 /// of that many characters (4 bytes each at most) is as much work per row

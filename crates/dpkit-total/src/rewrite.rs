@@ -12,7 +12,9 @@ use crate::arithmetic::{ArithmeticOp, total_arithmetic};
 use crate::error::{Result, TotalError};
 use crate::matcher::{MAX_AUTOMATON_BYTES, Matcher, Refusal, Source, like_is_plain, matched};
 use crate::math as total_math;
-use crate::work::{MAX_WORK, NUMBER_AS_TEXT_BYTES, bytes_of_characters, function_work};
+use crate::work::{
+    MAX_WORK, NODE_WORK, NUMBER_AS_TEXT_BYTES, bytes_of_characters, function_work, math_work,
+};
 
 /// Deepest expression accepted.
 pub const MAX_DEPTH: usize = 48;
@@ -280,6 +282,11 @@ impl<'a> Totaliser<'a> {
             _ => (1, 0),
         };
         self.nodes += nodes;
+        // Every node runs once per row, whatever its type (an alias is a
+        // name, not a node DataFusion runs).
+        if !matches!(expr, Expr::Alias(_)) {
+            self.charge(NODE_WORK)?;
+        }
         self.deepest = self.deepest.max(depth + below);
         if depth + below > MAX_DEPTH || self.nodes > MAX_NODES {
             return Err(refuse(format!(
@@ -682,7 +689,8 @@ impl<'a> Totaliser<'a> {
             ));
         }
         let lengths: Vec<u64> = arguments.iter().map(|a| a.bytes).collect();
-        let (work, bytes) = function_work(&name, &lengths).unwrap_or((0, NUMBER_AS_TEXT_BYTES));
+        let (work, bytes) =
+            function_work(&name, &lengths).unwrap_or((math_work(&name), NUMBER_AS_TEXT_BYTES));
         self.charge(work)?;
         let arguments = shape.arguments(&name, arguments, &function.args)?;
         if let Some((_, boolean)) = total_math::shape_of(&name) {
@@ -819,17 +827,19 @@ fn comparison_work(left: (Ty, u64), right: (Ty, u64), ty: Ty) -> u64 {
         .sum()
 }
 
-/// Refuses a query whose per-row work bound is past [`MAX_WORK`], saying
-/// what to change.
+/// Refuses a query whose bound on the work one person's rows cause is past
+/// [`MAX_WORK`], saying what to change.
 pub fn check_work(work: u64) -> Result<()> {
     if work <= MAX_WORK {
         return Ok(());
     }
     Err(refuse(format!(
-        "the query's expressions could cost one row {work} units of work, over the limit of \
-         {MAX_WORK} that keeps its run time from showing one row: use fewer text functions \
-         (upper and initcap cost 16 units per byte, lower and reverse 4, the others 1), \
-         or declare a smaller max_length for the text columns they read"
+        "the query could cost one person's rows {work} units of work, over the limit of \
+         {MAX_WORK} per query that keeps its run time from showing one person: every \
+         operation costs units for each row it runs on (each of a person's rows, times the \
+         rows a join makes of it), text functions per byte (upper and initcap 16, lower and \
+         reverse 4, the others 1): use fewer operations or text functions, join fewer rows \
+         per person, or declare a smaller max_length or max_rows_per_person"
     )))
 }
 

@@ -46,7 +46,8 @@ pub(super) fn rewrite(plan: &LogicalPlan, scope: &mut Scope<'_, '_>) -> Result<R
             let below = rewrite(&filter.input, scope)?;
             let mut totaliser = Totaliser::new(below.plan.schema(), &below.sizes);
             let predicate = totaliser.predicate(&filter.predicate)?;
-            let work = below.above(totaliser.work())?;
+            let nodes = super::reach::nodes_of([&predicate]) + 1;
+            let work = below.above(totaliser.work(), nodes)?;
             let plan = LogicalPlanBuilder::from(below.plan)
                 .filter(predicate)
                 .and_then(LogicalPlanBuilder::build)
@@ -115,7 +116,7 @@ fn private(plan: &LogicalPlan, table: &PrivateView<'_>) -> Rewritten {
         work: 0,
         reads: Reads::Private(Reach {
             rows_per_person: table.facts.rows_per_person,
-            fanout: 1,
+            batches: super::reach::SCANNED_BATCHES,
             joins: Vec::new(),
             notes: Vec::new(),
         }),

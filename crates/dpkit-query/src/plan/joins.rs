@@ -17,9 +17,9 @@ use datafusion::logical_expr::{Expr, ExprSchemable, Join, LogicalPlan};
 use datafusion::optimizer::extract_equijoin_predicate::ExtractEquijoinPredicate;
 use datafusion::optimizer::{OptimizerContext, OptimizerRule};
 use dpkit_core::sensitivity::{PublicJoin, rows_after_public_join};
-use dpkit_total::{Sizes, Totaliser, Ty, check_work};
+use dpkit_total::{Sizes, Totaliser, Ty, check_work, pair_work};
 
-use super::reach::{Reach, Reads, Rewritten, Scope, merge_size};
+use super::reach::{Reach, Reads, Rewritten, Scope, merge_size, nodes_of};
 use super::{not_private, sql_error};
 use crate::error::Result;
 
@@ -94,8 +94,28 @@ pub(super) fn joined(
              that repeats less in the public table"
         )));
     }
-    let fanout = rows_after_public_join(reach.fanout, matches, kind).map_err(too_far)?;
-    let work = private.above(key_work.per_row(matches.max(1), filter_work))?;
+    // Each of one person's rows meets at most `matches` public rows, and
+    // the join emits each pair it keeps; its keys and filter run on the
+    // batches the pairs come in.
+    let row = pair_work(built.schema.fields().len());
+    let nodes = nodes_of(
+        built
+            .on
+            .iter()
+            .flat_map(|(l, r)| [l, r])
+            .chain(&built.filter),
+    ) + 1;
+    let batches = batches_after(reach.batches, rows_per_person, built.on.is_empty());
+    let pairs = Rewritten {
+        reads: Reads::Private(Reach {
+            batches: batches.max(reach.batches),
+            ..reach.clone()
+        }),
+        plan: private.plan.clone(),
+        sizes: Sizes::new(),
+        work: private.work,
+    };
+    let work = pairs.above(key_work.per_row(matches.max(1), filter_work, row), nodes)?;
     let mut joins = reach.joins.clone();
     joins.push(said(built, &public.plan, matches, kind));
     let tables = public_tables(&public.plan).join(", ");
@@ -107,7 +127,7 @@ pub(super) fn joined(
         work,
         reads: Reads::Private(Reach {
             rows_per_person,
-            fanout,
+            batches,
             joins,
             notes,
         }),
@@ -195,12 +215,29 @@ pub(super) struct KeyWork {
 impl KeyWork {
     /// The join's work per row of one side that meets at most `meets` rows
     /// of the other: its key computed and hashed once, then compared with,
-    /// and the join's filter (`filter_work` per pair) run on, each of them.
-    pub(super) fn per_row(&self, meets: u64, filter_work: u64) -> u64 {
-        let each = self.bytes.saturating_add(filter_work);
+    /// the join's filter (`filter_work` per pair) run on, and the pair
+    /// emitted (`row` per pair), for each of them.
+    pub(super) fn per_row(&self, meets: u64, filter_work: u64, row: u64) -> u64 {
+        let each = self.bytes.saturating_add(filter_work).saturating_add(row);
         (self.computed.saturating_add(self.bytes)).saturating_add(meets.saturating_mul(each))
     }
 }
+
+/// The batches one person's `rows` may come in after a join whose
+/// private side's rows came in `before`: a hash join (on equalities)
+/// emits each probed batch's matches together, in batches of up to 8,192
+/// rows, so each of `before` may become two, and more when the rows
+/// outgrow them; a join on no equality pairs row by row, and may emit
+/// each pair in a batch of its own.
+pub(super) fn batches_after(before: u64, rows: u64, no_equality: bool) -> u64 {
+    match no_equality {
+        true => rows.max(before),
+        false => before.saturating_mul(2).saturating_add(rows / BATCH_ROWS),
+    }
+}
+
+/// The rows of a batch DataFusion builds (its default `batch_size`).
+const BATCH_ROWS: u64 = 8192;
 
 /// The sizes of both sides' columns.
 pub(super) fn both_sizes(left: &Rewritten, right: &Rewritten) -> Sizes {

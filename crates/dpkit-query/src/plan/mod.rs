@@ -57,6 +57,9 @@ pub struct PrivateQuery {
     /// public: run as it is, it gives exact answers around the ledger
     /// ([`PrivateQuery::explanation`] shows it).
     pub(crate) plan: LogicalPlan,
+    /// The most work one person's rows can cause the plan, in units of
+    /// about a nanosecond (`dpkit_total::MAX_WORK`): a public bound.
+    pub(crate) work: u64,
     /// The plan as the SQL a database runs, when the table lives in one.
     pub(crate) remote: Option<dpkit_databases::RemotePlan>,
     /// `plan` as DataFusion's optimiser left it, once a run has made it
@@ -67,6 +70,15 @@ pub struct PrivateQuery {
 }
 
 impl PrivateQuery {
+    /// The most work one person's rows can cause this query, in units of
+    /// about a nanosecond, from public facts only (the description's
+    /// lengths and caps, the joins' public fan-outs, the query's
+    /// operations): at most [`dpkit_total::MAX_WORK`], or the query is
+    /// refused at planning.
+    pub fn work(&self) -> u64 {
+        self.work
+    }
+
     /// What `--explain` prints for it under `noise`: the rewritten plan
     /// (and the SQL sent, on a database), then the release's account.
     pub fn explanation(&self, noise: &NoisePlan, settings: &ReleaseSettings) -> String {
@@ -87,6 +99,12 @@ impl PrivateQuery {
                 wrapped(&remote.sql, EXPLAIN_WIDTH)
             ));
         }
+        text.push_str(&format!(
+            "\nTime: one person's rows can cost this query at most {} units of work (a unit is \
+             about a nanosecond; a query may cost {} at most), from public facts only.\n",
+            self.work,
+            dpkit_total::MAX_WORK
+        ));
         text.push_str(&dpkit_release::explanation(&self.measured, noise, settings));
         text
     }
@@ -318,7 +336,7 @@ pub(crate) fn plan_private(
             "the query reads only public tables: they are public, query them directly",
         ));
     };
-    let (input, sizes, filter_work) = (rewritten.plan.clone(), &rewritten.sizes, rewritten.work);
+    let (input, sizes) = (rewritten.plan.clone(), &rewritten.sizes);
     #[cfg(feature = "planted-holes")]
     let input = planted_cap_after_from(input, description)?;
     let lineage = lineage::Lineage {
@@ -329,17 +347,19 @@ pub(crate) fn plan_private(
     };
     let keys = keys::plan(aggregate, input.schema(), sizes, &lineage, domain_of)?;
     let mut measured = aggregates::plan(aggregate, input.schema(), sizes, &lineage)?;
-    // The keys and aggregates run on each of the (at most `fanout`) rows
-    // one private row became; bounds per group order them by the keys once
-    // more.
+    // The keys and aggregates run on each of the rows one person holds
+    // after the joins, which the aggregate reads (its keys and
+    // measurements); bounds per group order them by the keys once more.
     let contribution = contribution::of(description, reach.rows_per_person)?;
     let bounded =
         description.max_groups_per_person.is_some() || description.max_rows_per_group.is_some();
     let key_work = keys.work.saturating_mul(if bounded { 2 } else { 1 });
-    let aggregated = reach
-        .fanout
-        .saturating_mul(key_work.saturating_add(measured.work));
-    dpkit_total::check_work(filter_work.saturating_add(aggregated))?;
+    let read = dpkit_total::row_work(keys.exprs.len() + measured.exprs.len());
+    let nodes = reach::nodes_of(keys.exprs.iter().chain(&measured.exprs)) + 1;
+    let work = rewritten.above(
+        key_work.saturating_add(measured.work).saturating_add(read),
+        nodes,
+    )?;
     let threshold_measurement =
         (keys.selection == KeySelection::Threshold).then(|| measured.threshold_count());
     let (outputs, order_by, combinations) =
@@ -383,6 +403,7 @@ pub(crate) fn plan_private(
     Ok(PrivateQuery {
         measured,
         plan,
+        work,
         remote: None,
         optimised: std::sync::OnceLock::new(),
     })

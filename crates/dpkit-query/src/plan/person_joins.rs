@@ -8,10 +8,11 @@
 use datafusion::common::{Column, JoinType, NullEquality};
 use datafusion::logical_expr::{Expr, Join, LogicalPlan};
 use dpkit_core::sensitivity::{PersonJoin, rows_after_person_join};
+use dpkit_total::pair_work;
 
-use super::joins::{both_sizes, keys, rebuilt};
+use super::joins::{batches_after, both_sizes, keys, rebuilt};
 use super::lineage::person_in;
-use super::reach::{Reach, Reads, Rewritten, Scope};
+use super::reach::{Reach, Reads, Rewritten, Scope, nodes_of};
 use super::{not_private, sql_error, unalias};
 use crate::error::Result;
 
@@ -51,13 +52,27 @@ pub(super) fn joined(
              fewer times"
         )));
     }
-    // Each row of one side meets at most the other side's rows of its
-    // person.
-    let work = left
-        .above(key_work.per_row(r.rows_per_person, filter_work))?
-        .max(right.above(key_work.per_row(l.rows_per_person, filter_work))?);
-    let fanout = (l.fanout.saturating_mul(r.rows_per_person))
-        .max(r.fanout.saturating_mul(l.rows_per_person));
+    // Each of a person's rows on the left meets at most their rows on the
+    // right: the pairs are compared, filtered and emitted once each; each
+    // row on the right has its key computed and hashed once.
+    let LogicalPlan::Join(built) = &plan else {
+        return Err(sql_error("the join was not rebuilt as a join"));
+    };
+    let row = pair_work(built.schema.fields().len());
+    let nodes = nodes_of(
+        built
+            .on
+            .iter()
+            .flat_map(|(l, r)| [l, r])
+            .chain(&built.filter),
+    ) + 1;
+    let batches = batches_after(l.batches.saturating_add(r.batches), rows_per_person, false);
+    let probed = left.above(key_work.per_row(r.rows_per_person, filter_work, row), nodes)?;
+    let built_side = right.above(key_work.per_row(0, 0, 0), 0)?;
+    // The pairs' filter and emission run on the batches the pairs come in.
+    let pairs = batches.saturating_mul(nodes.saturating_mul(dpkit_total::NODE_BATCH_WORK));
+    let work = probed.saturating_add(built_side).saturating_add(pairs);
+    dpkit_total::check_work(work)?;
     let mut joins = [l.joins.clone(), r.joins.clone()].concat();
     joins.push(said(&person, kind, rows_per_person));
     Ok(Rewritten {
@@ -66,7 +81,7 @@ pub(super) fn joined(
         work,
         reads: Reads::Private(Reach {
             rows_per_person,
-            fanout,
+            batches,
             joins,
             notes: [l.notes.clone(), r.notes.clone()].concat(),
         }),

@@ -28,24 +28,19 @@ const JOINED_ROWS_FLOOR: u64 = 10_000;
 
 impl Scope<'_, '_> {
     /// The most rows one person may hold after joins: the largest cap a
-    /// table declares, or 10,000 if that is more. The time a query takes
-    /// grows with the rows one person holds, and only the bound on it is
-    /// public: a join that multiplied a person's rows far past what any
-    /// table allows would let their rows alone take visibly long (a
-    /// red-team helper joined a table of 5 rows per person to itself six
-    /// times and to a public table of 64 rows, about a million rows per
-    /// person: 119 ms with that person's rows against 64 ms without, by
-    /// its own script). 10,000 rows are a hundredth of that (not timed);
-    /// a table whose curator allows more rows per person allows their
-    /// time too.
+    /// table declares, or 10,000 if that is more. What those rows cost is
+    /// bounded apart, by the work bound (`dpkit_total::MAX_WORK`), which
+    /// counts every row a join emits and every operation on it; this bound
+    /// keeps the privacy maps' row counts, and the counts of public
+    /// matches, within what a query can mean.
     pub(super) fn most_joined_rows(&self) -> u64 {
         let caps = self.tables.iter().map(|t| t.facts.rows_per_person);
         caps.fold(JOINED_ROWS_FLOOR, u64::max)
     }
 }
 
-/// A rewritten plan, its output columns' sizes, its work per row of a
-/// private table, and what it reads.
+/// A rewritten plan, its output columns' sizes, the work one person's rows
+/// cause in it (units, see `dpkit_total::MAX_WORK`), and what it reads.
 pub(super) struct Rewritten {
     pub(super) plan: LogicalPlan,
     pub(super) sizes: Sizes,
@@ -63,14 +58,14 @@ pub(super) enum Reads {
     Private(Reach),
 }
 
-/// How many output rows one person, and one row of a private table, can
-/// make, and the joins that multiplied them.
+/// How many output rows one person can make, and the joins that multiplied
+/// them.
 #[derive(Debug, Clone)]
 pub(super) struct Reach {
     /// Rows one person holds.
     pub(super) rows_per_person: u64,
-    /// Rows one row of a private table becomes.
-    pub(super) fanout: u64,
+    /// Batches those rows may be spread over (see [`Rewritten::above`]).
+    pub(super) batches: u64,
     /// What each join did, as `--explain` says it.
     pub(super) joins: Vec<String>,
     /// What the answer should tell of the joins (a public key that repeats).
@@ -78,21 +73,46 @@ pub(super) struct Reach {
 }
 
 impl Rewritten {
-    /// The work per private row after a node costing `work` per row of this
-    /// plan's output: each private row is at most `fanout` of them.
-    pub(super) fn above(&self, work: u64) -> Result<u64> {
-        let work = self.work.saturating_add(self.fanout().saturating_mul(work));
+    /// The work one person's rows cause (see `dpkit_total::MAX_WORK`) after
+    /// a node of `nodes` operations costing `work` per row of this plan's
+    /// output: one person holds at most `rows_per_person` of them, in at
+    /// most `batches` batches, each of which costs every operation
+    /// `dpkit_total::NODE_BATCH_WORK` whatever its rows (DataFusion
+    /// evaluates an expression over a batch at once). Past the limit, a
+    /// refusal.
+    pub(super) fn above(&self, work: u64, nodes: u64) -> Result<u64> {
+        let (rows, batches) = match &self.reads {
+            Reads::Private(reach) => (reach.rows_per_person, reach.batches),
+            Reads::Public => (1, 1),
+        };
+        let per_batch = nodes.saturating_mul(dpkit_total::NODE_BATCH_WORK);
+        let work = self
+            .work
+            .saturating_add(rows.saturating_mul(work))
+            .saturating_add(batches.saturating_mul(per_batch));
         check_work(work)?;
         Ok(work)
     }
+}
 
-    /// Output rows per private row (1 for a public plan, whose work is public).
-    pub(super) fn fanout(&self) -> u64 {
-        match &self.reads {
-            Reads::Private(reach) => reach.fanout,
-            Reads::Public => 1,
-        }
+/// The batches one person's rows reach a scan's operators in: the cap
+/// sorts each person's rows together, but the scan's partitions and the
+/// boundaries of batches may cut them: twelve rows of one person cost a
+/// branch they alone reach two to four times what one row does
+/// (`tests/row_cost.rs`).
+pub(super) const SCANNED_BATCHES: u64 = 4;
+
+/// The nodes of `exprs`, each evaluated once per batch.
+pub(super) fn nodes_of<'a>(exprs: impl IntoIterator<Item = &'a Expr>) -> u64 {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let mut nodes = 0u64;
+    for expr in exprs {
+        let _ = expr.apply(|_| {
+            nodes += 1;
+            Ok(TreeNodeRecursion::Continue)
+        });
     }
+    nodes
 }
 
 /// Records `size` for the column `name`: two columns of one name get the

@@ -18,9 +18,19 @@ pub fn clinic_folder() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/clinic")
 }
 
-/// The bundled clinic's description.
+/// The bundled clinic's description, keeping each person's first rows in
+/// the order of their values (`keep = "ordered"`), as [`sqlite`]'s `kept`
+/// does, so that answers compare row for row; the bundled description
+/// keeps them at random.
 pub fn clinic_text() -> String {
-    std::fs::read_to_string(clinic_folder().join("clinic.toml")).unwrap()
+    let text = std::fs::read_to_string(clinic_folder().join("clinic.toml")).unwrap();
+    let ordered = text.replacen(
+        "[privacy_unit]\n",
+        "[privacy_unit]\nkeep = \"ordered\"\n",
+        1,
+    );
+    assert_ne!(ordered, text, "clinic.toml has a [privacy_unit]");
+    ordered
 }
 
 /// The clinic's private tables with their columns' SQL types.

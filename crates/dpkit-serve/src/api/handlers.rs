@@ -1,12 +1,12 @@
 //! The endpoints under `/v1`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
 use dpkit_core::rng::SecureRng;
 
-use super::App;
 use super::auth::Analyst;
 use super::body::JsonBody;
 use super::error::{ApiError, ErrorBody};
@@ -14,6 +14,7 @@ use super::types::{
     Budget, BudgetResponse, DatasetsResponse, ExplainResponse, GaussianAdvice, QueryRequest,
     QueryResponse,
 };
+use super::{App, Held};
 use crate::analysts::account;
 
 /// The datasets granted to you, with what is public about each.
@@ -77,11 +78,14 @@ pub async fn explain(
     let (dataset, request) = app.granted_off_executor(&analyst, request).await?;
     let run_app = app.clone();
     let ((explained, state), waited) = app
-        .run(&analyst.clone(), (), move |()| {
-            let engine = &run_app.datasets[dataset].engine;
-            let ledger = run_app.ledger(&analyst, dataset)?;
-            let explained = engine.explain_against(&request.sql, &request.settings(), &ledger)?;
-            Ok((explained, ledger.state()?))
+        .run(&analyst.clone(), (), move |(), _| {
+            Held::at_once((|| {
+                let engine = &run_app.datasets[dataset].engine;
+                let ledger = run_app.ledger(&analyst, dataset)?;
+                let explained =
+                    engine.explain_against(&request.sql, &request.settings(), &ledger)?;
+                Ok((explained, ledger.state()?))
+            })())
         })
         .await?;
     let cost = explained.cost.loss;
@@ -124,27 +128,41 @@ pub async fn query(
     let same = app.same.take(&account, &canonical).await?;
     let run_app = app.clone();
     let ((once, state), waited) = app
-        .run(&analyst.clone(), same, move |same| {
+        .run(&analyst.clone(), same, move |same, started| {
             let served = &run_app.datasets[dataset];
-            let engine = &served.engine;
-            let ledger = run_app.ledger(&analyst, dataset)?;
-            same.hold_for(&ledger);
-            let mut rng = SecureRng::from_os()?;
-            let sql = &request.sql;
-            let plan = || {
-                served
-                    .plans
-                    .plan(ledger.account(), sql, || engine.plan(sql))
+            let mut work = None;
+            let outcome = (|| {
+                let engine = &served.engine;
+                let ledger = run_app.ledger(&analyst, dataset)?;
+                same.hold_for(&ledger);
+                let mut rng = SecureRng::from_os()?;
+                let sql = &request.sql;
+                let plan = || {
+                    let planned = served
+                        .plans
+                        .plan(ledger.account(), sql, || engine.plan(sql))?;
+                    work = Some(planned.work());
+                    Ok(planned)
+                };
+                let once = engine.answer_once_planned(
+                    plan,
+                    &request.sql,
+                    &request.settings(),
+                    &ledger,
+                    &canonical,
+                    &mut rng,
+                )?;
+                Ok((once, ledger.state()?))
+            })();
+            let replay = matches!(&outcome, Ok((once, _)) if once.replay);
+            let until = match (work, run_app.limits.deadlines()) {
+                (Some(work), Some(deadlines)) if !replay => {
+                    let fallback = Duration::from_secs_f64(run_app.limits.query_timeout_seconds);
+                    Some(served.release_at(&deadlines, work, started, fallback))
+                }
+                _ => None,
             };
-            let once = engine.answer_once_planned(
-                plan,
-                &request.sql,
-                &request.settings(),
-                &ledger,
-                &canonical,
-                &mut rng,
-            )?;
-            Ok((once, ledger.state()?))
+            Held { outcome, until }
         })
         .await?;
     let budget = Budget::of(&name, &state);

@@ -1,6 +1,7 @@
 //! The HTTP JSON API under `/v1`, its OpenAPI document, and the web page.
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -216,18 +217,22 @@ impl App {
     /// Runs `work` (planning, the engine, the ledger: all blocking) on a
     /// worker thread ([`workers`]) when it is `analyst`'s turn (see [`turns`]): at most
     /// `workers` runs at once, and `runs_per_analyst` of one analyst's.
-    /// The worker and `guard` move into the run, which is given it: a
-    /// client that leaves drops its request, never the run under way,
-    /// which goes on holding its worker and its request's lock until it
-    /// ends. Returns the run's
-    /// outcome and how long the request waited for its turn, in seconds.
+    /// The worker and `guard` move into the run, which is given it and the
+    /// instant it started: a client that leaves drops its request, never
+    /// the run under way, which goes on holding its worker and its
+    /// request's lock until it ends. `work` also says when its outcome
+    /// may leave (see [`dpkit_query::timing`]); until then the response
+    /// waits and `guard` is held, so that a copy of the request cannot
+    /// replay the answer earlier, even if this request's client left.
+    /// Returns the run's outcome and how long the request waited for its
+    /// turn, in seconds.
     async fn run<T: Send + 'static, G: Send + 'static>(
         &self,
         analyst: &str,
         guard: G,
-        work: impl FnOnce(&G) -> Result<T, dpkit_query::QueryError> + Send + 'static,
+        work: impl FnOnce(&G, Instant) -> Held<T> + Send + 'static,
     ) -> Result<(T, f64), ApiError> {
-        let asked = std::time::Instant::now();
+        let asked = Instant::now();
         let slot = self
             .turns
             .take(analyst)
@@ -235,21 +240,55 @@ impl App {
             .ok_or_else(ApiError::internal)?;
         let waited = asked.elapsed().as_secs_f64();
         self.metrics.waited(waited);
-        let outcome = self
+        let (outcome, held) = self
             .workers
             .run(move || {
-                let outcome = work(&guard);
-                // The request's lock first: the turn is the last thing
-                // held, so the next run finds it free.
-                drop(guard);
+                let held = work(&guard, Instant::now());
+                // The worker is free for the next turn once the run ends.
                 drop(slot);
-                outcome
+                match held.until {
+                    Some(until) => (held.outcome, Some((guard, until))),
+                    None => {
+                        drop(guard);
+                        (held.outcome, None)
+                    }
+                }
             })
             .await
-            .ok_or_else(ApiError::internal)?
-            .map_err(ApiError::from)?;
-        Ok((outcome, waited))
+            .ok_or_else(ApiError::internal)?;
+        if let Some((guard, until)) = held {
+            hold_until(guard, until).await;
+        }
+        Ok((outcome.map_err(ApiError::from)?, waited))
     }
+}
+
+/// A run's outcome, and when it may leave (`None`: at once).
+pub(crate) struct Held<T> {
+    outcome: Result<T, dpkit_query::QueryError>,
+    until: Option<Instant>,
+}
+
+impl<T> Held<T> {
+    /// An outcome that leaves at once: its time shows nothing of the data
+    /// (an explanation, a refusal before any run).
+    fn at_once(outcome: Result<T, dpkit_query::QueryError>) -> Self {
+        Self {
+            outcome,
+            until: None,
+        }
+    }
+}
+
+/// Waits until `until`, holding `guard`, in a task of its own that a
+/// client who leaves cannot stop; `guard` is dropped off the executor (a
+/// request's lock in PostgreSQL is let go by a statement).
+async fn hold_until<G: Send + 'static>(guard: G, until: Instant) {
+    let held = tokio::spawn(async move {
+        tokio::time::sleep_until(until.into()).await;
+        let _ = tokio::task::spawn_blocking(move || drop(guard)).await;
+    });
+    let _ = held.await;
 }
 
 /// The OpenAPI document.

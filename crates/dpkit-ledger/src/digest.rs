@@ -266,16 +266,23 @@ pub(crate) fn reseal(
     .map(drop)
 }
 
-/// An account's row (of [`ACCOUNT`], each column named for the join) and
-/// each of its charges with its events: one statement, so one snapshot,
-/// in either store.
-const CHAIN: &str = "SELECT a.epsilon_units, a.delta, a.spent_units, a.spent_delta, a.queries,
-         a.accounting, a.spent_rho, a.spent_spread, a.spent_tail, a.formless,
-         a.concentrated_terms, a.thresholds, a.spent_keys, a.links, a.head, a.seal,
-         s.id, s.at, s.query, s.epsilon_units, s.delta, s.rho, s.spread, s.tail, s.layout,
-         s.keys, s.status, s.chained, s.link, s.refund_chained, s.refund_link
-     FROM accounts a LEFT JOIN spends s ON s.account = a.account
-     WHERE a.account = ?1";
+/// An account's row (of [`ACCOUNT`], its charge's columns NULL) and each
+/// of its charges with its events (their account's columns NULL): one
+/// statement, so one snapshot, in either store. Not a join, which would
+/// send the account's columns again with every charge (an open of 10,000
+/// charges took 65 ms so in PostgreSQL, and 52 ms as one; in SQLite 20-36
+/// ms and 18).
+const CHAIN: &str = "SELECT epsilon_units, delta, spent_units, spent_delta, queries, accounting,
+         spent_rho, spent_spread, spent_tail, formless, concentrated_terms, thresholds,
+         spent_keys, links, head, seal,
+         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+     FROM accounts WHERE account = ?1
+     UNION ALL
+     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+         NULL, NULL,
+         id, at, query, epsilon_units, delta, rho, spread, tail, layout, keys, status, chained,
+         link, refund_chained, refund_link
+     FROM spends WHERE account = ?1";
 
 /// Where a charge's columns begin in a row of [`CHAIN`].
 const CHARGE: usize = 16;
@@ -295,17 +302,18 @@ enum Event {
 /// [`Damage::Seal`] or [`Damage::Chain`], as an error of the store.
 pub(crate) fn verify(sql: &dyn Sql, account: &str) -> SqlResult<bool> {
     let rows = sql.rows(CHAIN, values![account])?;
-    let Some(first) = rows.first() else {
-        return Ok(false);
-    };
-    let head = verified(account, first)?;
     let damaged = || SqlError(Damage::Chain(account.to_string()).to_string());
-    let mut events = Vec::new();
+    let (mut found, mut events) = (None, Vec::new());
     for row in &rows {
-        if row.optional_integer(CHARGE)?.is_some() {
-            events.extend(events_of(row).map_err(|_| damaged())?);
+        match row.optional_integer(CHARGE)? {
+            None => found = Some(row),
+            Some(_) => events.extend(events_of(row).map_err(|_| damaged())?),
         }
     }
+    let Some(found) = found else {
+        return Ok(false);
+    };
+    let head = verified(account, found)?;
     events.sort_by_key(|(number, _)| *number);
     let numbered = events
         .iter()
@@ -673,6 +681,41 @@ mod tests {
         Ledger::restore(&second, &path, Restore::ForgetLaterChanges).unwrap();
         assert!(Ledger::open(&path, 1.0, 0.0).is_ok());
         std::fs::remove_dir_all(&folder).unwrap();
+        remove(&path);
+    }
+
+    #[test]
+    fn charges_and_refunds_racing_from_connections_and_a_writer_leave_a_chain_that_verifies() {
+        let path = temporary("racing-chain");
+        Ledger::grant(&path, "ann/adult", 100.0, 0.0).unwrap();
+        let writer = crate::GroupCommit::open(&path).unwrap();
+        let threads: Vec<_> = (0..6)
+            .map(|i| {
+                let ledger = match i % 2 {
+                    0 => Ledger::open_account(&path, "ann/adult").unwrap(),
+                    _ => writer.open_account("ann/adult").unwrap(),
+                };
+                std::thread::spawn(move || {
+                    for j in 0..30 {
+                        let charge = ledger.charge(pure(0.01), &format!("{i} {j}")).unwrap();
+                        if j % 3 == 0 {
+                            ledger.refund(charge).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        // Opened anew, the account's whole chain is verified.
+        let state = Ledger::account_state(&path, "ann/adult").unwrap().unwrap();
+        assert_eq!(state.queries, 6 * 20);
+        // A ledger of the writer's refuses its next charge once the file is edited.
+        let ledger = writer.open_account("ann/adult").unwrap();
+        past_the_guard(&path, "UPDATE accounts SET spent_units = 0");
+        refused(ledger.charge(pure(0.01), "q"), &path, "totals or sums");
+        drop((ledger, writer));
         remove(&path);
     }
 

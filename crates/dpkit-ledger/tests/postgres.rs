@@ -419,3 +419,50 @@ fn a_ledger_in_postgresql_of_layout_three_is_upgraded_and_refused_once_edited() 
     assert!(refused.contains("is not a whole dpkit ledger"), "{refused}");
     assert!(Ledger::reader_in(&store).is_err(), "still refused");
 }
+
+/// What a charge and an open cost in PostgreSQL on an account of 10,000
+/// charges, as `tests/cost.rs` times them in a file. Timed, not asserted:
+/// `cargo test -p dpkit-ledger --release --features postgres --test postgres
+/// -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing, run by hand"]
+fn time_per_charge_and_open_in_postgresql_on_ten_thousand_charges() {
+    use std::time::{Duration, Instant};
+    let median = |mut times: Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let server = Postgres::start_durable("ledger-cost");
+    let store = Store::Postgres(server.connection());
+    Ledger::grant_in(&store, "ann/adult", 1000.0, 0.0).unwrap();
+    let ledger = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    for i in 0..10_000 {
+        ledger
+            .charge(pure(0.001), &format!("SELECT COUNT(*) FROM t -- {i}"))
+            .unwrap();
+    }
+    let opens: Vec<Duration> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            drop(Ledger::open_account_in(&store, "ann/adult").unwrap());
+            start.elapsed()
+        })
+        .collect();
+    let charges: Vec<Duration> = (0..20)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..50 {
+                ledger
+                    .charge(pure(0.001), "SELECT COUNT(*) FROM t")
+                    .unwrap();
+            }
+            start.elapsed() / 50
+        })
+        .collect();
+    println!(
+        "PostgreSQL, 10000 charges: open: median {:.2?} of 5; charge: median {:.2?} over 20 \
+         batches of 50",
+        median(opens),
+        median(charges)
+    );
+}

@@ -31,8 +31,9 @@
 //! rewrite an account whole, consistently, and it verifies. So can one who
 //! deletes the file, or an account with every charge of it (it then reads
 //! as never granted), or who makes the file look like one of an older
-//! layout, which is upgraded as it stands. Kept answers (`replays`) are not
-//! covered. A key in a file beside the ledger would not change this: whoever
+//! layout (the chain's columns dropped, the layout number lowered), which
+//! is upgraded as it stands; a layout number lowered alone is refused (see
+//! `crate::schema`). Kept answers (`replays`) are not covered. A key in a file beside the ledger would not change this: whoever
 //! can write the ledger can read a key kept beside it (the same user, the
 //! same folder, the same backups). A key would help where the ledger and the
 //! key are apart, a PostgreSQL ledger whose database others administer with
@@ -537,6 +538,8 @@ mod tests {
             ("ALTER TABLE spends DROP COLUMN link", "column spends.link"),
             ("DROP TRIGGER accounts_sealed", "trigger accounts_sealed"),
             ("PRAGMA user_version = 9", "has layout 9"),
+            ("PRAGMA user_version = 3", "layout number was changed"),
+            ("PRAGMA user_version = 0", "layout number was changed"),
         ] {
             let (path, _) = charged("not-whole");
             by_hand(&path, tamper).unwrap();

@@ -1511,11 +1511,19 @@ mod tests {
     fn accounts_of_layout_two_keep_an_accountant_that_thresholds_close() {
         let path = temporary("layout-two");
         Ledger::grant(&path, "old", 1.0, 1e-6).unwrap();
-        // Back to layout 2: no column for thresholds, the older guard.
+        // Back to layout 2: no chain, no column for thresholds, the older guard.
         Connection::open(&path)
             .unwrap()
             .execute_batch(
-                "ALTER TABLE accounts DROP COLUMN thresholds;
+                "DROP TRIGGER accounts_sealed;
+                 ALTER TABLE accounts DROP COLUMN links;
+                 ALTER TABLE accounts DROP COLUMN head;
+                 ALTER TABLE accounts DROP COLUMN seal;
+                 ALTER TABLE spends DROP COLUMN chained;
+                 ALTER TABLE spends DROP COLUMN link;
+                 ALTER TABLE spends DROP COLUMN refund_chained;
+                 ALTER TABLE spends DROP COLUMN refund_link;
+                 ALTER TABLE accounts DROP COLUMN thresholds;
                  ALTER TABLE accounts DROP COLUMN spent_keys;
                  ALTER TABLE spends DROP COLUMN keys;
                  DROP TRIGGER charges_of_this_layout;

@@ -34,6 +34,13 @@ pub(crate) enum Refused {
          upgrade dpkit, or {RESTORE}"
     )]
     Unknown(i64),
+    /// It has the chain's columns but an older layout number: the number
+    /// was changed, and upgrading it would seal what it holds as it stands.
+    #[error(
+        "says it is of layout {0} but has the columns of a later one (its layout number was \
+         changed) and is refused: {RESTORE}"
+    )]
+    Relabelled(i64),
     /// Computing the chain of an older ledger failed.
     #[error("cannot be upgraded: {0}")]
     Chain(String),
@@ -263,6 +270,14 @@ fn found(connection: &Connection) -> Result<Found, Refused> {
         }
     }
     if version < LAYOUT {
+        let chained = FOURTH.iter().any(|(table, names)| {
+            names
+                .iter()
+                .any(|name| columns.contains(&(table.to_string(), name.to_string())))
+        });
+        if chained {
+            return Err(Refused::Relabelled(version));
+        }
         return Ok(Found::Older);
     }
     for trigger in TRIGGERS {
@@ -288,8 +303,11 @@ fn columns(connection: &Connection) -> rusqlite::Result<HashSet<(String, String)
 /// module's text).
 pub(super) fn create(connection: &mut Connection) -> Result<(), Refused> {
     settings(connection)?;
-    // Already made: a read, not a write transaction, for every open.
-    if found(connection)? == Found::Current
+    // Already made: a read, not a write transaction, for every open. Its
+    // statements may read before and after another connection makes the
+    // file, so only a whole ledger is taken from it; anything else is
+    // found again under the write lock, which decides.
+    if matches!(found(connection), Ok(Found::Current))
         && has_index(connection, "replays_by_spend")?
         && has_index(connection, "spends_by_account")?
     {

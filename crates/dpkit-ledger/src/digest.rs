@@ -33,11 +33,14 @@
 //! as never granted), or who makes the file look like one of an older
 //! layout (the chain's columns dropped, the layout number lowered), which
 //! is upgraded as it stands; a layout number lowered alone is refused (see
-//! `crate::schema`). Kept answers (`replays`) are not covered. A key in a file beside the ledger would not change this: whoever
-//! can write the ledger can read a key kept beside it (the same user, the
-//! same folder, the same backups). A key would help where the ledger and the
-//! key are apart, a PostgreSQL ledger whose database others administer with
-//! the key on dpkit's servers only; that is not built. What the digest does
+//! `crate::schema`). Kept answers (`replays`) are not covered.
+//!
+//! Why no key. A key in a file beside the ledger would not change this:
+//! whoever can write the ledger can read a key kept beside it (the same
+//! user, the same folder, the same backups), and the analyst who runs
+//! `dpkit query` owns both. A key would help where the ledger and the key
+//! are apart, a PostgreSQL ledger whose database others administer with the
+//! key on dpkit's servers only; that is not built. What the digest does
 //! give is that no edit by hand or by a tool that does not know the chain
 //! (sqlite3, psql, a script, a partly restored copy) goes unnoticed.
 
@@ -190,13 +193,15 @@ pub(crate) fn refund_link(prev: &str, account: &str, number: i64, id: i64, charg
         .hex()
 }
 
-/// An account's row as [`ACCOUNT`] selects it (in this order).
+/// The columns of an account's row that its seal covers, then the seal:
+/// what every statement that reads or changes an account selects or
+/// returns, in this order.
 pub(crate) const ACCOUNT: &str = "epsilon_units, delta, spent_units, spent_delta, queries,
      accounting, spent_rho, spent_spread, spent_tail, formless, concentrated_terms, thresholds,
      spent_keys, links, head, seal";
 
 /// Where the chain's columns are in a row of [`ACCOUNT`].
-pub(crate) const LINKS: usize = 13;
+const LINKS: usize = 13;
 const HEAD: usize = 14;
 const SEAL: usize = 15;
 

@@ -10,8 +10,14 @@
 //! copy was taken. Charges made since then paid for answers already
 //! released, so a restore that forgot them would grant their budget again.
 //! [`Ledger::restore`] therefore refuses when the ledger in place made any
-//! charge since, or lowered a total, or cannot be read, unless told to
-//! forget what it did since.
+//! charge since, or lowered a total, or cannot be read, or does not verify
+//! (`crate::digest`: what it says it did since cannot be trusted), unless
+//! told to forget what it did since.
+//!
+//! Every account of a backup is verified whole (its seal and its chain)
+//! when the backup is taken and again when it is put back, so a copy of a
+//! ledger edited outside dpkit is never made, nor put in place; a copy put
+//! back is the file as it was, and verifies as it did.
 //!
 //! ```
 //! use dpkit_ledger::{Ledger, Restore};
@@ -39,6 +45,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use crate::sql::SqlError;
 use crate::{Ledger, LedgerError, Result, ledger_error};
 
 /// What a backup holds.
@@ -239,7 +246,8 @@ fn unmark(path: &Path) -> Result<()> {
         .map_err(|e| ledger_error(path, e))
 }
 
-/// SQLite's own check of every page, and a ledger's tables.
+/// SQLite's own check of every page, a ledger's tables, and every
+/// account's seal and chain.
 fn check_sound(connection: &Connection, path: &Path) -> Result<()> {
     let verdict: String = connection
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -250,7 +258,22 @@ fn check_sound(connection: &Connection, path: &Path) -> Result<()> {
             "is damaged (SQLite's integrity check failed)",
         ));
     }
-    snapshot(connection, path).map(drop)
+    let snapshot = snapshot(connection, path)?;
+    verify_all(connection, &snapshot).map_err(|e| ledger_error(path, e))
+}
+
+/// Verifies every account of `snapshot` whole (see `crate::digest`). A
+/// ledger of a layout before the chain (a backup taken by an older dpkit)
+/// has none to verify: its chains are computed when it is next opened.
+fn verify_all(connection: &Connection, snapshot: &Snapshot) -> std::result::Result<(), SqlError> {
+    let layout: i64 = connection.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if layout < crate::schema::LAYOUT {
+        return Ok(());
+    }
+    for account in snapshot.accounts.keys() {
+        crate::digest::verify(connection, account)?;
+    }
+    Ok(())
 }
 
 fn summary(connection: &Connection, path: &Path, taken: String) -> Result<Backup> {
@@ -328,6 +351,13 @@ fn changed_since(path: &Path, backed_up: &Snapshot) -> Result<usize> {
     };
     let connection = open(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(unreadable)?;
     let now = snapshot(&connection, path).map_err(unreadable)?;
+    if verify_all(&connection, &now).is_err() {
+        return Err(LedgerError::Budget(format!(
+            "the ledger in place ({}) does not verify (it was changed outside dpkit), so what it \
+             did since the backup is unknown",
+            path.display()
+        )));
+    }
     if now.last_charge > backed_up.last_charge {
         return Ok(now.accounts.len().max(1));
     }

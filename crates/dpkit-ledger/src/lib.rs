@@ -24,6 +24,7 @@ pub use turns::{RequestTurns, Turn};
 mod analysts;
 mod backup;
 mod cached;
+mod digest;
 mod error;
 pub mod group;
 #[cfg(feature = "postgres")]
@@ -397,19 +398,16 @@ impl Ledger {
     /// [`Ledger::set_total`]). A ledger of the first layout is moved to accounts.
     ///
     /// A total ε that is not finite, ≤ 0 or above [`MAX_EPSILON`], or a total
-    /// δ outside `[0, 1)`, is refused before the file is touched.
+    /// δ outside `[0, 1)`, is refused before the file is touched. A ledger
+    /// that is not whole (a table or column missing), or whose account does
+    /// not verify (its charges or totals edited outside dpkit: see the
+    /// `digest` module), is refused with [`LedgerError::Storage`], in one
+    /// line that says how to restore it; it is never made anew.
     pub fn open(path: &Path, total_epsilon: f64, total_delta: f64) -> Result<Self> {
         let total_units = check_totals(total_epsilon, total_delta)?;
         let ledger = Self::connect(&Store::file(path), "")?;
-        ledger
-            .sql
-            .run(
-                "INSERT INTO accounts (account, epsilon_units, delta, accounting, thresholds)
-                 VALUES ('', ?1, ?2, 'combined', ?3)
-                 ON CONFLICT (account) DO NOTHING",
-                values![total_units, total_delta, Filter::THRESHOLDS_VERSION],
-            )
-            .map_err(|e| ledger.error(e))?;
+        ledger.locked(move |at| at.make(total_units, total_delta))?;
+        ledger.verify()?;
         Ok(ledger)
     }
 
@@ -451,7 +449,8 @@ impl Ledger {
     }
 
     /// Opens `account` in the ledger at `path`; it must have been granted
-    /// (see [`Ledger::grant`]), else [`LedgerError::Budget`].
+    /// (see [`Ledger::grant`]), else [`LedgerError::Budget`]. Its charges and
+    /// totals are verified whole first, as [`Ledger::open`] does.
     pub fn open_account(path: &Path, account: &str) -> Result<Self> {
         Self::open_account_in(&Store::file(path), account)
     }
@@ -459,7 +458,7 @@ impl Ledger {
     /// Opens `account` in `store`, as [`Ledger::open_account`] does in a file.
     pub fn open_account_in(store: &Store, account: &str) -> Result<Self> {
         let ledger = Self::connect(store, account)?;
-        if !ledger.has_other_account(account)? {
+        if !ledger.verify()? {
             return Err(LedgerError::Budget("no budget has been granted".into()));
         }
         Ok(ledger)
@@ -486,20 +485,7 @@ impl Ledger {
     /// does: raised or lowered, what was spent stays spent.
     pub fn set_total(&self, total_epsilon: f64, total_delta: f64) -> Result<()> {
         let total_units = check_totals(total_epsilon, total_delta)?;
-        self.sql
-            .run(
-                "INSERT INTO accounts (account, epsilon_units, delta, accounting, thresholds)
-                 VALUES (?1, ?2, ?3, 'combined', ?4)
-                 ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3",
-                values![
-                    self.account.as_str(),
-                    total_units,
-                    total_delta,
-                    Filter::THRESHOLDS_VERSION
-                ],
-            )
-            .map_err(|e| self.error(e))?;
-        Ok(())
+        self.locked(move |at| at.set_total(total_units, total_delta))
     }
 
     /// Whether `account` has a budget in the ledger at `path`.
@@ -517,7 +503,7 @@ impl Ledger {
     /// reads it in a file.
     pub fn account_state_in(store: &Store, account: &str) -> Result<Option<BudgetState>> {
         let ledger = Self::connect(store, account)?;
-        if !ledger.has_other_account(account)? {
+        if !ledger.verify()? {
             return Ok(None);
         }
         ledger.state().map(Some)
@@ -588,6 +574,20 @@ impl Ledger {
 
     fn error(&self, error: SqlError) -> LedgerError {
         store_error(&self.store, error)
+    }
+
+    /// Verifies this ledger's account whole, its seal and its chain (see
+    /// [`digest`]); `false` if it has not been granted. An account that
+    /// was deleted with charges left behind is refused, never taken as new.
+    fn verify(&self) -> Result<bool> {
+        let verify = || {
+            let granted = digest::verify(&*self.sql, &self.account)?;
+            if !granted {
+                digest::no_orphans(&*self.sql, &self.account)?;
+            }
+            Ok(granted)
+        };
+        verify().map_err(|e| self.error(e))
     }
 
     /// Whether this ledger's connection has ended for good (a PostgreSQL
@@ -694,64 +694,158 @@ impl InAccount<'_> {
         store_error(self.store, error)
     }
 
+    /// Makes this account with the totals given, unless it is there.
+    fn make(&self, total_units: i64, total_delta: f64) -> Result<()> {
+        let there = self
+            .sql
+            .first(
+                "SELECT COUNT(*) > 0 FROM accounts WHERE account = ?1",
+                values![self.account],
+            )
+            .and_then(|row| row.map_or(Ok(false), |row| row.flag(0)))
+            .map_err(|e| self.error(e))?;
+        if there {
+            return Ok(());
+        }
+        self.set_total(total_units, total_delta)
+    }
+
+    /// Sets this account's totals, making it if it is not there. An account
+    /// that does not verify is refused, never sealed again as it stands; one
+    /// deleted with its charges left behind is not made anew.
+    fn set_total(&self, total_units: i64, total_delta: f64) -> Result<()> {
+        let granted = || {
+            let totals = read_totals(self.sql, self.account)?;
+            if totals.chain.is_none() {
+                digest::no_orphans(self.sql, self.account)?;
+            }
+            digest::reseal(
+                self.sql,
+                self.account,
+                &format!(
+                    "INSERT INTO accounts
+                         (account, epsilon_units, delta, accounting, thresholds, links, head)
+                     VALUES (?1, ?2, ?3, 'combined', ?4, 0, ?5)
+                     ON CONFLICT (account) DO UPDATE SET epsilon_units = ?2, delta = ?3, seal = NULL
+                     RETURNING {}",
+                    digest::ACCOUNT
+                ),
+                values![
+                    self.account,
+                    total_units,
+                    total_delta,
+                    Filter::THRESHOLDS_VERSION,
+                    digest::genesis(self.account)
+                ],
+            )
+        };
+        granted().map_err(|e| self.error(e))
+    }
+
     /// Records a charge of `cost` (`units` of ε) if the account's filter
-    /// admits it, else refuses and writes nothing.
+    /// admits it, else refuses and writes nothing. The charge is the next
+    /// event of the account's chain (see [`digest`]).
     fn charge(&self, units: i64, cost: Cost, query: &str) -> Result<Charge> {
         let totals = read_totals(self.sql, self.account).map_err(|e| self.error(e))?;
         check_fits(&totals, units, cost)?;
+        let Some(chain) = totals.chain else {
+            return Err(LedgerError::Budget("no budget has been granted".into()));
+        };
         // An accountant that keeps no δ for thresholds cannot count one:
         // the charge closes it, as a charge without a concentrated form does.
         let form = cost
             .concentrated
             .filter(|form| form.keys() == 0.0 || totals.thresholds > 0);
+        let number = chain.links + 1;
+        let charged = self.record(units, cost.loss.delta(), form, query, number)?;
+        let link = digest::charge_link(&chain.head, self.account, number, &charged);
+        self.sql
+            .run(
+                "UPDATE spends SET link = ?2 WHERE id = ?1",
+                values![charged.id, &link],
+            )
+            .and_then(|_| self.add_to_sums(units, cost.loss.delta(), form, number, &link))
+            .map_err(|e| self.error(e))?;
+        Ok(Charge(charged.id))
+    }
+
+    /// Inserts a charge's row as event `number` of the chain, and links it.
+    fn record(
+        &self,
+        units: i64,
+        delta: f64,
+        form: Option<ConcentratedLoss>,
+        query: &str,
+        number: i64,
+    ) -> Result<digest::Charged> {
         let inserted = self
             .sql
             .first(
-                "INSERT INTO spends
-                     (account, query, epsilon_units, delta, status, rho, spread, tail, layout, keys)
-                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8, ?9)
-                 RETURNING id",
+                "INSERT INTO spends (account, query, epsilon_units, delta, status, rho, spread,
+                     tail, layout, keys, chained)
+                 VALUES (?1, ?2, ?3, ?4, 'charged', ?5, ?6, ?7, ?8, ?9, ?10)
+                 RETURNING id, at, query, epsilon_units, delta, rho, spread, tail, layout, keys",
                 values![
                     self.account,
                     query,
                     units,
-                    cost.loss.delta(),
+                    delta,
                     form.map(|f| f.rho()),
                     form.map(|f| f.spread()),
                     form.map(|f| f.tail()),
                     schema::LAYOUT,
-                    form.map(|f| f.keys())
+                    form.map(|f| f.keys()),
+                    number
                 ],
             )
+            .and_then(|row| {
+                // The digest is of the values as the store keeps them.
+                row.map_or(Err(SqlError("no charge was recorded".into())), |row| {
+                    digest::charged_at(&row, 0)
+                })
+            })
             .map_err(|e| self.error(e))?;
-        let id = inserted.map_or(Err(SqlError("no charge was recorded".into())), |row| {
-            row.integer(0)
-        });
-        let charge = Charge(id.map_err(|e| self.error(e))?);
+        Ok(inserted)
+    }
+
+    /// Adds a charge to the account's running sums, and `link` as its head.
+    fn add_to_sums(
+        &self,
+        units: i64,
+        delta: f64,
+        form: Option<ConcentratedLoss>,
+        number: i64,
+        link: &str,
+    ) -> std::result::Result<(), SqlError> {
         // check_fits refuses a charge whose ε sum would overflow.
         let formless = i64::from(form.is_none());
         let form = form.unwrap_or_default();
-        self.sql
-            .run(
+        digest::reseal(
+            self.sql,
+            self.account,
+            &format!(
                 "UPDATE accounts SET spent_units = spent_units + ?2, spent_delta = spent_delta + ?3,
                      queries = queries + 1, spent_rho = spent_rho + ?4,
                      spent_spread = spent_spread + ?5, spent_tail = spent_tail + ?6,
                      formless = formless + ?7, concentrated_terms = concentrated_terms + 1,
-                     spent_keys = spent_keys + ?8
-                 WHERE account = ?1",
-                values![
-                    self.account,
-                    units,
-                    cost.loss.delta(),
-                    form.rho(),
-                    form.spread(),
-                    form.tail(),
-                    formless,
-                    form.keys()
-                ],
-            )
-            .map_err(|e| self.error(e))?;
-        Ok(charge)
+                     spent_keys = spent_keys + ?8, links = ?9, head = ?10, seal = NULL
+                 WHERE account = ?1
+                 RETURNING {}",
+                digest::ACCOUNT
+            ),
+            values![
+                self.account,
+                units,
+                delta,
+                form.rho(),
+                form.spread(),
+                form.tail(),
+                formless,
+                form.keys(),
+                number,
+                link
+            ],
+        )
     }
 
     /// Gives back `charge` and forgets the request it paid for, unless an
@@ -768,21 +862,49 @@ impl InAccount<'_> {
         if kept.is_some() {
             return Ok(kept);
         }
-        // Each statement in turn, inside the caller's transaction.
-        for statement in [
-            "UPDATE accounts SET
-                 spent_units = spent_units - (SELECT epsilon_units FROM spends WHERE id = ?1),
-                 spent_delta = spent_delta - (SELECT delta FROM spends WHERE id = ?1),
-                 queries = queries - 1
-             WHERE account = (SELECT account FROM spends WHERE id = ?1 AND status = 'charged')",
-            "UPDATE spends SET status = 'refunded' WHERE id = ?1",
-            "DELETE FROM replays WHERE spend = ?1",
-        ] {
-            self.sql
-                .run(statement, values![charge.0])
-                .map_err(|e| self.error(e))?;
-        }
+        self.give_back(charge).map_err(|e| self.error(e))?;
+        self.sql
+            .run("DELETE FROM replays WHERE spend = ?1", values![charge.0])
+            .map_err(|e| self.error(e))?;
         Ok(None)
+    }
+
+    /// Marks `charge` refunded, if it is charged, as the next event of its
+    /// account's chain, and takes its ε and δ off the account's sums.
+    fn give_back(&self, charge: Charge) -> std::result::Result<(), SqlError> {
+        let Some(row) = self.sql.first(
+            "SELECT account, epsilon_units, delta, link FROM spends
+             WHERE id = ?1 AND status = 'charged'",
+            values![charge.0],
+        )?
+        else {
+            return Ok(());
+        };
+        let account = row.text(0)?;
+        let Some(chain) = read_totals(self.sql, &account)?.chain else {
+            return Err(SqlError(
+                digest::Damage::Orphaned(account.clone()).to_string(),
+            ));
+        };
+        let number = chain.links + 1;
+        let link = digest::refund_link(&chain.head, &account, number, charge.0, &row.text(3)?);
+        self.sql.run(
+            "UPDATE spends SET status = 'refunded', refund_chained = ?2, refund_link = ?3
+             WHERE id = ?1",
+            values![charge.0, number, &link],
+        )?;
+        digest::reseal(
+            self.sql,
+            &account,
+            &format!(
+                "UPDATE accounts SET spent_units = spent_units - ?2, spent_delta = spent_delta - ?3,
+                     queries = queries - 1, links = ?4, head = ?5, seal = NULL
+                 WHERE account = ?1
+                 RETURNING {}",
+                digest::ACCOUNT
+            ),
+            values![&account, row.integer(1)?, row.real(2)?, number, &link],
+        )
     }
 }
 
@@ -800,6 +922,8 @@ struct Totals {
     thresholds: u32,
     /// Its sums, or `None` once a charge without a concentrated form closed it.
     concentrated: Option<ConcentratedLoss>,
+    /// Its chain, verified by its seal; `None` for an account not granted.
+    chain: Option<digest::Head>,
 }
 
 impl Totals {
@@ -827,12 +951,14 @@ impl Totals {
     }
 }
 
+/// An account's totals and sums, refused (as an error of the store) if
+/// its seal does not verify (see [`digest`]).
 fn read_totals(sql: &dyn Sql, account: &str) -> std::result::Result<Totals, SqlError> {
     let row = sql.first(
-        "SELECT epsilon_units, delta, spent_units, spent_delta, queries,
-             accounting = 'combined', spent_rho, spent_spread, spent_tail, formless,
-             concentrated_terms, thresholds, spent_keys
-         FROM accounts WHERE account = ?1",
+        &format!(
+            "SELECT {} FROM accounts WHERE account = ?1",
+            digest::ACCOUNT
+        ),
         values![account],
     )?;
     let Some(row) = row else {
@@ -845,12 +971,17 @@ fn read_totals(sql: &dyn Sql, account: &str) -> std::result::Result<Totals, SqlE
             combined: false,
             thresholds: 0,
             concentrated: None,
+            chain: None,
         });
     };
-    totals_of(&row)
+    let chain = digest::verified(account, &row)?;
+    Ok(Totals {
+        chain: Some(chain),
+        ..totals_of(&row)?
+    })
 }
 
-/// An account's row, as [`read_totals`] selects it.
+/// An account's row, as [`read_totals`] selects it; its chain unread.
 fn totals_of(row: &Row) -> std::result::Result<Totals, SqlError> {
     let formless = row.integer(9)?;
     let terms = row.integer(10)?;
@@ -877,9 +1008,10 @@ fn totals_of(row: &Row) -> std::result::Result<Totals, SqlError> {
         spent_units: row.integer(2)?,
         spent_delta: row.real(3)?,
         queries: row.integer(4)?,
-        combined: row.flag(5)?,
+        combined: row.text(5)? == "combined",
         thresholds,
         concentrated,
+        chain: None,
     })
 }
 
@@ -993,6 +1125,16 @@ mod tests {
         }
     }
 
+    /// Sets `set` in `account`'s row and seals it again, as dpkit would
+    /// have written it: a state only a newer dpkit, or a faulty one, writes.
+    pub(super) fn sealed_update(ledger: &Ledger, account: &str, set: &str) {
+        let update = format!(
+            "UPDATE accounts SET {set}, seal = NULL WHERE account = ?1 RETURNING {}",
+            digest::ACCOUNT
+        );
+        digest::reseal(&ledger.raw(), account, &update, values![account]).unwrap();
+    }
+
     /// A fresh ledger file path for one test.
     pub(super) fn temporary(name: &str) -> PathBuf {
         let path =
@@ -1096,13 +1238,12 @@ mod tests {
     fn a_damaged_ledger_gives_an_error_not_a_panic() {
         let path = temporary("damaged");
         let ledger = Ledger::open(&path, 10.0, 0.0).unwrap();
-        ledger
-            .raw()
-            .execute_batch(
-                "UPDATE accounts SET epsilon_units = -9223372036854775807,
-                     spent_units = 9223372036854775807;",
-            )
-            .unwrap();
+        // Sealed, as a dpkit with a fault could have written it.
+        sealed_update(
+            &ledger,
+            "",
+            "epsilon_units = -9223372036854775807, spent_units = 9223372036854775807",
+        );
         assert!(matches!(
             ledger.charge(pure(1.0), "q"),
             Err(LedgerError::Budget(_))
@@ -1370,11 +1511,19 @@ mod tests {
     fn accounts_of_layout_two_keep_an_accountant_that_thresholds_close() {
         let path = temporary("layout-two");
         Ledger::grant(&path, "old", 1.0, 1e-6).unwrap();
-        // Back to layout 2: no column for thresholds, the older guard.
+        // Back to layout 2: no chain, no column for thresholds, the older guard.
         Connection::open(&path)
             .unwrap()
             .execute_batch(
-                "ALTER TABLE accounts DROP COLUMN thresholds;
+                "DROP TRIGGER accounts_sealed;
+                 ALTER TABLE accounts DROP COLUMN links;
+                 ALTER TABLE accounts DROP COLUMN head;
+                 ALTER TABLE accounts DROP COLUMN seal;
+                 ALTER TABLE spends DROP COLUMN chained;
+                 ALTER TABLE spends DROP COLUMN link;
+                 ALTER TABLE spends DROP COLUMN refund_chained;
+                 ALTER TABLE spends DROP COLUMN refund_link;
+                 ALTER TABLE accounts DROP COLUMN thresholds;
                  ALTER TABLE accounts DROP COLUMN spent_keys;
                  ALTER TABLE spends DROP COLUMN keys;
                  DROP TRIGGER charges_of_this_layout;
@@ -1389,13 +1538,7 @@ mod tests {
         // An accountant of a version this dpkit does not know charges nothing.
         Ledger::grant(&path, "newer", 1.0, 1e-6).unwrap();
         let newer = Ledger::open_account(&path, "newer").unwrap();
-        newer
-            .raw()
-            .execute(
-                "UPDATE accounts SET thresholds = 2 WHERE account = 'newer'",
-                [],
-            )
-            .unwrap();
+        sealed_update(&newer, "newer", "thresholds = 2");
         let refusal = newer.charge(pure(0.1), "q").unwrap_err().to_string();
         assert!(
             refusal.contains("a newer dpkit keeps this account"),
@@ -1432,10 +1575,7 @@ mod tests {
         );
         assert!(layout_two.unwrap_err().to_string().contains("newer dpkit"));
         // A sum of ε the ledger cannot hold is refused in one line.
-        ledger
-            .raw()
-            .execute("UPDATE accounts SET spent_units = 9223372036854775000", [])
-            .unwrap();
+        sealed_update(&ledger, "", "spent_units = 9223372036854775000");
         let refusal = ledger.charge(pure(0.1), "q").unwrap_err().to_string();
         assert!(
             refusal.contains("as many queries as its ledger can count"),

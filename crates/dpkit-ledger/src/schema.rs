@@ -1,9 +1,50 @@
 //! The ledger's tables, and the move from the one-account layout of the
 //! first ledgers (a `budget` table of one row) to accounts.
+//!
+//! A file with none of the ledger's tables and no layout number is new,
+//! and is made. Any other is a ledger, and is opened only if it holds every
+//! table and column of its layout: one of this layout as it is, one of an
+//! older layout after it is moved to this one (once, in one transaction).
+//! A ledger with a table or a column missing, or a layout number that dpkit
+//! never wrote, is refused, never made anew: a ledger whose charges table
+//! was dropped must not read as a fresh budget.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+use thiserror::Error;
+
+use crate::digest::RESTORE;
+
+/// Why a ledger file is refused as it stands.
+#[derive(Debug, Error)]
+pub(crate) enum Refused {
+    /// SQLite failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// A table, column or trigger of its layout is missing.
+    #[error(
+        "is not a whole dpkit ledger ({0} is missing) and is refused, never made anew: {RESTORE}"
+    )]
+    NotWhole(String),
+    /// Its layout number is not one dpkit wrote.
+    #[error(
+        "has layout {0}, which this dpkit does not know (a newer dpkit's, or not dpkit's): \
+         upgrade dpkit, or {RESTORE}"
+    )]
+    Unknown(i64),
+    /// It has the chain's columns but an older layout number: the number
+    /// was changed, and upgrading it would seal what it holds as it stands.
+    #[error(
+        "says it is of layout {0} but has the columns of a later one (its layout number was \
+         changed) and is refused: {RESTORE}"
+    )]
+    Relabelled(i64),
+    /// Computing the chain of an older ledger failed.
+    #[error("cannot be upgraded: {0}")]
+    Chain(String),
+}
 
 /// How long a connection waits for another's lock before it gives up.
 pub(crate) const BUSY_WAIT: Duration = Duration::from_secs(10);
@@ -75,7 +116,10 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          formless INTEGER NOT NULL DEFAULT 0,
          concentrated_terms INTEGER NOT NULL DEFAULT 0,
          thresholds INTEGER NOT NULL DEFAULT 0,
-         spent_keys REAL NOT NULL DEFAULT 0.0);
+         spent_keys REAL NOT NULL DEFAULT 0.0,
+         links INTEGER NOT NULL DEFAULT 0,
+         head TEXT,
+         seal TEXT);
      CREATE TABLE IF NOT EXISTS spends (
          id INTEGER PRIMARY KEY AUTOINCREMENT,
          at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
@@ -88,7 +132,11 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          spread REAL,
          tail REAL,
          layout INTEGER,
-         keys REAL);
+         keys REAL,
+         chained INTEGER,
+         link TEXT,
+         refund_chained INTEGER,
+         refund_link TEXT);
      CREATE TABLE IF NOT EXISTS replays (
          account TEXT NOT NULL,
          request TEXT NOT NULL,
@@ -96,10 +144,57 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS accounts (
          answer TEXT,
          PRIMARY KEY (account, request));";
 
-const INDEXES: &str = "CREATE INDEX IF NOT EXISTS replays_by_spend ON replays (spend);";
+const INDEXES: &str = "CREATE INDEX IF NOT EXISTS replays_by_spend ON replays (spend);
+     CREATE INDEX IF NOT EXISTS spends_by_account ON spends (account);";
 
 /// This layout's number, which every charge it writes carries.
-pub(super) const LAYOUT: i64 = 3;
+pub(crate) const LAYOUT: i64 = 4;
+
+/// The columns every ledger had, by table, whatever its layout (`budget`
+/// is the first layout's, which had no accounts).
+const FIRST: &[(&str, &[&str])] = &[
+    (
+        "spends",
+        &["id", "at", "query", "epsilon_units", "delta", "status"],
+    ),
+    ("accounts", &["account", "epsilon_units", "delta"]),
+    ("budget", &["id", "epsilon_units", "delta"]),
+];
+
+/// What layout 2 (the concentrated accountant) added.
+const SECOND: &[(&str, &[&str])] = &[
+    (
+        "accounts",
+        &[
+            "spent_units",
+            "spent_delta",
+            "queries",
+            "accounting",
+            "spent_rho",
+            "spent_spread",
+            "spent_tail",
+            "formless",
+            "concentrated_terms",
+        ],
+    ),
+    ("spends", &["account", "rho", "spread", "tail", "layout"]),
+    ("replays", &["account", "request", "spend", "answer"]),
+];
+
+/// What layout 3 (thresholds) added.
+const THIRD: &[(&str, &[&str])] = &[
+    ("accounts", &["thresholds", "spent_keys"]),
+    ("spends", &["keys"]),
+];
+
+/// What this layout (the chained digest, `crate::digest`) added.
+pub(crate) const FOURTH: &[(&str, &[&str])] = &[
+    ("accounts", &["links", "head", "seal"]),
+    (
+        "spends",
+        &["chained", "link", "refund_chained", "refund_link"],
+    ),
+];
 
 /// An older dpkit opens this layout as its own (it looks for the same
 /// tables), but would charge it by rules this one no longer keeps: one from
@@ -108,43 +203,147 @@ pub(super) const LAYOUT: i64 = 3;
 /// accountant that keeps no δ for thresholds, on accounts whose accountant
 /// does (and without their threshold's δ). Their charges, which carry no
 /// layout or an older one, are refused by the file itself.
+///
+/// An older dpkit of layout 3 would also change an account's totals or sums
+/// without sealing them again, which this one would then refuse as edited:
+/// every change to an account must change its seal (this dpkit's set it to
+/// NULL and then to the new one), or the file refuses it.
 const GUARD: &str = "DROP TRIGGER IF EXISTS charges_of_this_layout;
      CREATE TRIGGER charges_of_this_layout
-     BEFORE INSERT ON spends WHEN NEW.layout IS NULL OR NEW.layout < 3
+     BEFORE INSERT ON spends WHEN NEW.layout IS NULL OR NEW.layout < 4
      BEGIN SELECT RAISE(ABORT, 'a newer dpkit keeps this ledger: upgrade dpkit to charge it'); END;
-     PRAGMA user_version = 3;";
+     DROP TRIGGER IF EXISTS accounts_sealed;
+     CREATE TRIGGER accounts_sealed
+     BEFORE UPDATE ON accounts WHEN NEW.seal IS OLD.seal
+     BEGIN SELECT RAISE(ABORT, 'a newer dpkit keeps this ledger: upgrade dpkit to charge it'); END;
+     PRAGMA user_version = 4;";
 
-/// Creates the tables in one transaction, moving an older ledger along:
-/// a first-layout budget becomes account "" and its charges stay its own;
-/// accounts without running sums get them, summed from their charges.
-pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
+/// The triggers of this layout.
+const TRIGGERS: [&str; 2] = ["charges_of_this_layout", "accounts_sealed"];
+
+/// What a file holds, as far as its layout goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// None of a ledger's tables, and no layout number: a new file.
+    Nothing,
+    /// A whole ledger of an older layout.
+    Older,
+    /// A whole ledger of this layout.
+    Current,
+}
+
+/// What the file holds; a ledger that is not whole, or of a layout dpkit
+/// never wrote, is refused.
+fn found(connection: &Connection) -> Result<Found, Refused> {
+    let version = user_version(connection)?;
+    let columns = columns(connection)?;
+    let has = |table: &str| columns.iter().any(|(t, _)| t == table);
+    // A service's analysts are made after the ledger's tables, never before.
+    let tables = ["accounts", "spends", "replays", "budget", "analysts"];
+    if version == 0 && !tables.iter().any(|t| has(t)) {
+        return Ok(Found::Nothing);
+    }
+    let first_layout = has("budget");
+    let mut wanted: Vec<(&str, &[&str])> = FIRST
+        .iter()
+        .filter(|(table, _)| *table != if first_layout { "accounts" } else { "budget" })
+        .copied()
+        .collect();
+    match version {
+        0 => {}
+        2 => wanted.extend(SECOND),
+        3 | LAYOUT => wanted.extend(SECOND.iter().chain(THIRD)),
+        other => return Err(Refused::Unknown(other)),
+    }
+    if version == LAYOUT {
+        wanted.extend(FOURTH);
+    }
+    for (table, names) in wanted {
+        if !has(table) {
+            return Err(Refused::NotWhole(format!("table {table}")));
+        }
+        if let Some(name) = names
+            .iter()
+            .find(|n| !columns.contains(&(table.into(), n.to_string())))
+        {
+            return Err(Refused::NotWhole(format!("column {table}.{name}")));
+        }
+    }
+    if version < LAYOUT {
+        let chained = FOURTH.iter().any(|(table, names)| {
+            names
+                .iter()
+                .any(|name| columns.contains(&(table.to_string(), name.to_string())))
+        });
+        if chained {
+            return Err(Refused::Relabelled(version));
+        }
+        return Ok(Found::Older);
+    }
+    for trigger in TRIGGERS {
+        if !has_trigger(connection, trigger)? {
+            return Err(Refused::NotWhole(format!("trigger {trigger}")));
+        }
+    }
+    Ok(Found::Current)
+}
+
+/// Every column of every table, as (table, column).
+fn columns(connection: &Connection) -> rusqlite::Result<HashSet<(String, String)>> {
+    let mut statement = connection.prepare(
+        "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p
+         WHERE m.type = 'table'",
+    )?;
+    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}
+
+/// Creates the tables of a new file, or moves an older ledger to this
+/// layout, in one transaction; refuses a ledger that is not whole (see the
+/// module's text).
+pub(super) fn create(connection: &mut Connection) -> Result<(), Refused> {
     settings(connection)?;
-    // Already made: a read, not a write transaction, for every open.
-    if has_index(connection, "replays_by_spend")?
-        && !has_table(connection, "budget")?
-        && has_column(connection, "accounts", "spent_units")?
-        && has_column(connection, "accounts", "thresholds")?
-        && has_trigger(connection, "charges_of_this_layout")?
-        && user_version(connection)? >= 3
+    // Already made: a read, not a write transaction, for every open. Its
+    // statements may read before and after another connection makes the
+    // file, so only a whole ledger is taken from it; anything else is
+    // found again under the write lock, which decides.
+    if matches!(found(connection), Ok(Found::Current))
+        && has_index(connection, "replays_by_spend")?
+        && has_index(connection, "spends_by_account")?
     {
         return Ok(());
     }
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let first_layout = has_table(&transaction, "budget")?;
+    // Found again under the write lock: another process may have made it.
+    match found(&transaction)? {
+        Found::Nothing => transaction.execute_batch(&format!("{TABLES} {INDEXES} {GUARD}"))?,
+        Found::Current => transaction.execute_batch(INDEXES)?,
+        Found::Older => upgrade(&transaction)?,
+    }
+    Ok(transaction.commit()?)
+}
+
+/// Moves a whole ledger of an older layout to this one: a first-layout
+/// budget becomes account "" and its charges stay its own; accounts without
+/// running sums get them, summed from their charges; every account gets its
+/// chain, computed once over the charges it holds (`crate::digest`).
+fn upgrade(transaction: &Connection) -> Result<(), Refused> {
+    // Sums are set below without a seal: the guard comes back at the end.
+    transaction.execute_batch("DROP TRIGGER IF EXISTS accounts_sealed;")?;
+    let first_layout = has_table(transaction, "budget")?;
     let old_spends =
-        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "account")?;
-    let no_sums = has_table(&transaction, "accounts")?
-        && !has_column(&transaction, "accounts", "spent_units")?;
-    let no_forms = has_table(&transaction, "accounts")?
-        && !has_column(&transaction, "accounts", "accounting")?;
+        has_table(transaction, "spends")? && !has_column(transaction, "spends", "account")?;
+    let no_sums =
+        has_table(transaction, "accounts")? && !has_column(transaction, "accounts", "spent_units")?;
+    let no_forms =
+        has_table(transaction, "accounts")? && !has_column(transaction, "accounts", "accounting")?;
     let no_spend_forms =
-        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "rho")?;
+        has_table(transaction, "spends")? && !has_column(transaction, "spends", "rho")?;
     let no_layout =
-        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "layout")?;
-    let no_thresholds = has_table(&transaction, "accounts")?
-        && !has_column(&transaction, "accounts", "thresholds")?;
-    let no_keys =
-        has_table(&transaction, "spends")? && !has_column(&transaction, "spends", "keys")?;
+        has_table(transaction, "spends")? && !has_column(transaction, "spends", "layout")?;
+    let no_thresholds =
+        has_table(transaction, "accounts")? && !has_column(transaction, "accounts", "thresholds")?;
+    let no_keys = has_table(transaction, "spends")? && !has_column(transaction, "spends", "keys")?;
     transaction.execute_batch(TABLES)?;
     if old_spends {
         transaction
@@ -191,6 +390,7 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     if no_keys {
         transaction.execute_batch("ALTER TABLE spends ADD COLUMN keys REAL;")?;
     }
+    add_chain_columns(transaction)?;
     if first_layout {
         transaction.execute_batch(
             "INSERT OR IGNORE INTO accounts (account, epsilon_units, delta)
@@ -202,8 +402,35 @@ pub(super) fn create(connection: &mut Connection) -> rusqlite::Result<()> {
         transaction.execute_batch(SUMS)?;
     }
     transaction.execute_batch(INDEXES)?;
+    crate::digest::chain_existing(transaction).map_err(|e| Refused::Chain(e.to_string()))?;
     transaction.execute_batch(GUARD)?;
-    transaction.commit()
+    Ok(())
+}
+
+/// The chain's columns ([`FOURTH`]), where a table lacks them.
+fn add_chain_columns(transaction: &Connection) -> rusqlite::Result<()> {
+    let kinds = [
+        ("links", "INTEGER NOT NULL DEFAULT 0"),
+        ("head", "TEXT"),
+        ("seal", "TEXT"),
+        ("chained", "INTEGER"),
+        ("link", "TEXT"),
+        ("refund_chained", "INTEGER"),
+        ("refund_link", "TEXT"),
+    ];
+    for (table, names) in FOURTH {
+        for name in *names {
+            if has_column(transaction, table, name)? {
+                continue;
+            }
+            let kind = kinds
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or("TEXT", |k| k.1);
+            transaction.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {name} {kind};"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Every account's running sums, from its charges not refunded.

@@ -59,6 +59,18 @@ impl From<&String> for Value {
     }
 }
 
+impl From<String> for Value {
+    fn from(value: String) -> Self {
+        Self::Text(value)
+    }
+}
+
+impl From<Option<i64>> for Value {
+    fn from(value: Option<i64>) -> Self {
+        value.map_or(Self::Null, Self::Integer)
+    }
+}
+
 impl From<Option<f64>> for Value {
     fn from(value: Option<f64>) -> Self {
         value.map_or(Self::Null, Self::Real)
@@ -116,6 +128,15 @@ impl Row {
     pub(crate) fn integer(&self, index: usize) -> SqlResult<i64> {
         match self.at(index)? {
             Value::Integer(value) => Ok(*value),
+            _ => Err(Self::wrong(index, "an integer")),
+        }
+    }
+
+    /// Column `index` as an integer, or `None` for NULL.
+    pub(crate) fn optional_integer(&self, index: usize) -> SqlResult<Option<i64>> {
+        match self.at(index)? {
+            Value::Null => Ok(None),
+            Value::Integer(value) => Ok(Some(*value)),
             _ => Err(Self::wrong(index, "an integer")),
         }
     }

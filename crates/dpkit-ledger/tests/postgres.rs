@@ -368,3 +368,101 @@ fn connections_the_server_ended_are_seen_closed_and_the_writer_replaces_its_own(
     let fresh = Ledger::open_account_in(&store, "ann/adult").unwrap();
     assert_eq!(fresh.state().unwrap().spent_epsilon, 0.5);
 }
+
+/// A ledger in PostgreSQL is refused when edited by hand, as a file is,
+/// whatever psql does; one of layout 3 (before the chained digest) is
+/// upgraded once, its chains computed over the charges it holds.
+#[test]
+fn a_ledger_in_postgresql_of_layout_three_is_upgraded_and_refused_once_edited() {
+    let server = Postgres::start_durable("ledger-edited");
+    let store = Store::Postgres(server.connection());
+    Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
+    let ann = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    let charges: Vec<_> = (0..5)
+        .map(|i| ann.charge(pure(0.1), &format!("q{i}")).unwrap())
+        .collect();
+    ann.refund(charges[1]).unwrap();
+    drop(ann);
+    // Back to layout 3: no chain, the older constraint.
+    server.psql(
+        "ALTER TABLE accounts DROP COLUMN links, DROP COLUMN head, DROP COLUMN seal;
+         ALTER TABLE spends DROP COLUMN chained, DROP COLUMN link, DROP COLUMN refund_chained,
+             DROP COLUMN refund_link, DROP CONSTRAINT charges_of_this_layout;
+         ALTER TABLE spends ADD CONSTRAINT charges_of_this_layout CHECK (layout >= 3);
+         DROP INDEX spends_by_account;",
+    );
+    let ann = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    let state = ann.state().unwrap();
+    assert_eq!((state.queries, state.spent_epsilon), (4, 0.4));
+    ann.charge(pure(0.1), "after the upgrade").unwrap();
+    // A total raised by hand: the next charge is refused, and a total put
+    // back as it was verifies again.
+    server.psql("UPDATE accounts SET epsilon_units = 100000000000000000");
+    let refused = ann.charge(pure(0.1), "q").unwrap_err().to_string();
+    assert!(
+        refused.starts_with("ledger PostgreSQL: account 'ann/adult' does not verify")
+            && refused.contains("restore the ledger from a backup"),
+        "{refused}"
+    );
+    server.psql("UPDATE accounts SET epsilon_units = 1000000000000000");
+    ann.charge(pure(0.1), "q").unwrap();
+    // A charge's ε edited: the account is refused when opened.
+    server.psql("UPDATE spends SET epsilon_units = 1 WHERE query = 'q0'");
+    let refused = Ledger::open_account_in(&store, "ann/adult").err().unwrap();
+    assert!(
+        refused.to_string().contains("charges were changed"),
+        "{refused}"
+    );
+    // A table dropped: refused, never made anew.
+    server.psql("DROP TABLE replays; DROP TABLE spends;");
+    let refused = Ledger::reader_in(&store).err().unwrap().to_string();
+    assert!(refused.contains("is not a whole dpkit ledger"), "{refused}");
+    assert!(Ledger::reader_in(&store).is_err(), "still refused");
+}
+
+/// What a charge and an open cost in PostgreSQL on an account of 10,000
+/// charges, as `tests/cost.rs` times them in a file. Timed, not asserted:
+/// `cargo test -p dpkit-ledger --release --features postgres --test postgres
+/// -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing, run by hand"]
+fn time_per_charge_and_open_in_postgresql_on_ten_thousand_charges() {
+    use std::time::{Duration, Instant};
+    let median = |mut times: Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let server = Postgres::start_durable("ledger-cost");
+    let store = Store::Postgres(server.connection());
+    Ledger::grant_in(&store, "ann/adult", 1000.0, 0.0).unwrap();
+    let ledger = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    for i in 0..10_000 {
+        ledger
+            .charge(pure(0.001), &format!("SELECT COUNT(*) FROM t -- {i}"))
+            .unwrap();
+    }
+    let opens: Vec<Duration> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            drop(Ledger::open_account_in(&store, "ann/adult").unwrap());
+            start.elapsed()
+        })
+        .collect();
+    let charges: Vec<Duration> = (0..20)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..50 {
+                ledger
+                    .charge(pure(0.001), "SELECT COUNT(*) FROM t")
+                    .unwrap();
+            }
+            start.elapsed() / 50
+        })
+        .collect();
+    println!(
+        "PostgreSQL, 10000 charges: open: median {:.2?} of 5; charge: median {:.2?} over 20 \
+         batches of 50",
+        median(opens),
+        median(charges)
+    );
+}

@@ -36,7 +36,9 @@ mod two_sided_geometric;
 
 pub use catalogue::{AdditiveNoise, Input, MechanismKind};
 pub use exponential::ExponentialMechanism;
-pub use gaussian::{DiscreteGaussian, Gaussian, analytic_gaussian_sigma};
+pub use gaussian::{
+    ConcentratedDiscreteGaussian, DiscreteGaussian, Gaussian, analytic_gaussian_sigma,
+};
 pub use laplace::Laplace;
 pub use quantile::{EndChoice, QuantileSelection};
 pub use randomized_response::{BinaryRandomizedResponse, KaryRandomizedResponse};

@@ -8,6 +8,11 @@ pub const MAX_CELLS: usize = 1 << 24;
 
 /// The public domain of a table: column `i` takes the codes `0..sizes[i]`.
 ///
+/// # Privacy
+/// The domain must be public, fixed without looking at the private rows
+/// (declared bounds and bins, a published code list): the synthesizers
+/// treat it as known to everyone, and its sizes shape every release.
+///
 /// A marginal over a list of columns is the vector of counts of each
 /// combination of their codes, row-major in the order the columns are
 /// listed (the last column varies fastest).

@@ -74,7 +74,6 @@ impl JunctionTree {
         let mut in_tree = vec![false; count];
         let mut best: Vec<(usize, usize)> = vec![(0, 0); count];
         in_tree[0] = true;
-        let mut order = vec![0];
         for j in 1..count {
             best[j] = (weight(&kept[0], &kept[j]), 0);
         }
@@ -85,7 +84,6 @@ impl JunctionTree {
                 .expect("a clique remains");
             in_tree[next] = true;
             parent[next] = Some(best[next].1);
-            order.push(next);
             for j in 0..count {
                 let w = weight(&kept[next], &kept[j]);
                 if !in_tree[j] && w > best[j].0 {

@@ -125,8 +125,10 @@ pub struct Model {
 /// `2·min var / total` (the loss is `1/min var`-smooth in μ up to the
 /// number of measurements sharing a cell).
 ///
-/// Everything here reads only the measurements: post-processing, free of
-/// privacy cost.
+/// # Privacy
+/// It reads only the measurements (and the public domain and tree):
+/// post-processing of whatever mechanism produced them, free of privacy
+/// cost.
 ///
 /// ```
 /// use dpkit_synth::{Domain, FitOptions, JunctionTree, Measurement, fit};

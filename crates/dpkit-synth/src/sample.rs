@@ -76,13 +76,16 @@ fn draw_index<R: Rng + ?Sized>(cumulative: &[f64], rng: &mut R) -> usize {
 }
 
 impl Model {
-    /// `rows` synthetic rows drawn from the model with `rng` (post-processing:
-    /// any generator is safe here, a seeded one gives reproducible tables).
+    /// `rows` synthetic rows drawn from the model with `rng`.
     ///
     /// Along the junction tree: the root clique's codes are drawn from its
     /// marginal; then each clique's codes not yet drawn are drawn given its
     /// separator's, from the clique's marginal conditioned on them. On a
     /// junction tree this is exactly the model's joint distribution.
+    ///
+    /// # Privacy
+    /// Post-processing of the model: any generator is safe here, and a
+    /// seeded one gives reproducible tables.
     pub fn sample_with_rng<R: Rng + ?Sized>(
         &self,
         rows: usize,

@@ -175,7 +175,9 @@ impl Mst {
             let mut pair_cells: Vec<u64> = Vec::new();
             for a in 0..r {
                 for b in a + 1..r {
-                    pair_cells.push((domain.size(a) as u64).saturating_mul(domain.size(b) as u64));
+                    // Every pair is counted: one too large to hold is
+                    // refused here, before anything is measured.
+                    pair_cells.push(domain.cells(&[a, b])? as u64);
                 }
             }
             pair_cells.sort_unstable_by(|x, y| y.cmp(x));
@@ -763,6 +765,10 @@ mod tests {
         let wide = Domain::new(vec![5_000, 5_000]).unwrap();
         let mut table = Table::from_rows(wide, &[vec![0, 0]]).unwrap();
         let mst = Mst::new(1.0, 1.0).unwrap();
+        assert!(matches!(
+            mst.cost(table.domain()),
+            Err(Error::DomainTooLarge { .. })
+        ));
         assert!(matches!(
             mst.run_with_rng(&mut table, &mut rng),
             Err(Error::DomainTooLarge { .. })

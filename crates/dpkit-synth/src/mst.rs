@@ -712,6 +712,15 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_release_path_draws_from_the_operating_system() {
+        let mut table = chain_table(&[3, 3, 2], 3_000, 10);
+        let release = Mst::new(1.0, 1.0).unwrap().run(&mut table).unwrap();
+        let synthetic = release.sample(2_000, Sampling::Round).unwrap();
+        assert_eq!(synthetic.rows(), 2_000);
+        assert!((release.estimated_rows() as f64 - 3_000.0).abs() < 100.0);
+    }
+
     /// A source that returns one count too few.
     struct Short(Domain);
 

@@ -369,22 +369,159 @@ impl Model {
         &self.marginals[clique]
     }
 
-    /// The fitted marginal over `columns` (in the order listed), scaled to
-    /// the total: for columns that lie in one clique of the tree.
+    /// The fitted marginal over `columns` (distinct, in the order listed),
+    /// scaled to the total, for any columns of the domain.
+    ///
+    /// Columns that lie in one clique are summed out of its marginal.
+    /// Otherwise the model's distribution on the smallest subtree whose
+    /// cliques hold them, `Π p_C / Π p_S` (cliques C, separators S), is
+    /// summed out leaf by leaf (variable elimination on the junction tree):
+    /// each message keeps only a separator's columns and the asked ones
+    /// below it, so the full domain is never enumerated. A message with
+    /// more than [`crate::MAX_CELLS`] cells is an error.
     pub fn marginal(&self, columns: &[usize]) -> Result<Vec<f64>> {
         let cells = self.domain.cells(columns)?;
-        let clique = self
-            .tree
-            .clique_holding(columns)
-            .ok_or_else(|| Error::NotInAClique {
-                columns: columns.to_vec(),
-            })?;
-        let map = projection(&self.domain, &self.tree.cliques()[clique], columns);
+        if let Some(clique) = self.tree.clique_holding(columns) {
+            let map = projection(&self.domain, &self.tree.cliques()[clique], columns);
+            let mut out = vec![0.0; cells];
+            for (&index, &value) in map.iter().zip(&self.marginals[clique]) {
+                out[index as usize] += value;
+            }
+            return Ok(out);
+        }
+        let mut wanted = columns.to_vec();
+        wanted.sort_unstable();
+        let tree = &self.tree;
+        let count = tree.cliques().len();
+        let marked: Vec<bool> = tree
+            .cliques()
+            .iter()
+            .map(|c| c.iter().any(|k| wanted.contains(k)))
+            .collect();
+        // Whether each clique's subtree holds a marked clique (children first).
+        let mut below = marked.clone();
+        for &c in tree.order().iter().rev() {
+            if let Some(p) = tree.parent(c) {
+                below[p] |= below[c];
+            }
+        }
+        // The top of the smallest subtree: down from the root while one
+        // child alone leads to every marked clique.
+        let mut top = tree.order()[0];
+        loop {
+            let leading: Vec<usize> = tree
+                .children(top)
+                .iter()
+                .copied()
+                .filter(|&k| below[k])
+                .collect();
+            if marked[top] || leading.len() != 1 {
+                break;
+            }
+            top = leading[0];
+        }
+        let mut inside = vec![false; count];
+        inside[top] = true;
+        for &c in tree.order() {
+            if let Some(p) = tree.parent(c) {
+                inside[c] = inside[p] && below[c];
+            }
+        }
+        let mut messages: Vec<Option<Factor>> = vec![None; count];
+        for &c in tree.order().iter().rev() {
+            if !inside[c] {
+                continue;
+            }
+            let clique = &tree.cliques()[c];
+            let mut factor = Factor {
+                columns: clique.clone(),
+                values: self.marginals[c].iter().map(|m| m / self.total).collect(),
+            };
+            if c != top {
+                // p_C / p_S: the clique's columns given its separator's.
+                let separator = factor.sum_to(&self.domain, tree.separator(c));
+                factor = factor.divide(&self.domain, &separator);
+            }
+            for &k in tree.children(c) {
+                if let Some(message) = messages[k].take() {
+                    factor = factor.product(&self.domain, &message)?;
+                }
+            }
+            let keep: Vec<usize> = factor
+                .columns
+                .iter()
+                .copied()
+                .filter(|k| wanted.contains(k) || (c != top && tree.separator(c).contains(k)))
+                .collect();
+            self.domain.cells(&keep)?;
+            messages[c] = Some(factor.sum_to(&self.domain, &keep));
+        }
+        let result = messages[top].take().expect("the top clique is inside");
+        let map = projection(&self.domain, &result.columns, columns);
         let mut out = vec![0.0; cells];
-        for (&index, &value) in map.iter().zip(&self.marginals[clique]) {
-            out[index as usize] += value;
+        for (&index, &value) in map.iter().zip(&result.values) {
+            out[index as usize] += value * self.total;
         }
         Ok(out)
+    }
+}
+
+/// A nonnegative function of some columns (sorted), row-major.
+#[derive(Debug, Clone)]
+struct Factor {
+    columns: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl Factor {
+    /// Summed over every column not in `keep` (a sorted subset).
+    fn sum_to(&self, domain: &Domain, keep: &[usize]) -> Factor {
+        let cells: usize = keep.iter().map(|&k| domain.size(k)).product();
+        let mut values = vec![0.0; cells];
+        for (&index, &value) in projection(domain, &self.columns, keep)
+            .iter()
+            .zip(&self.values)
+        {
+            values[index as usize] += value;
+        }
+        Factor {
+            columns: keep.to_vec(),
+            values,
+        }
+    }
+
+    /// Divided by `other`, whose columns lie in this one's (0 where it is 0).
+    fn divide(&self, domain: &Domain, other: &Factor) -> Factor {
+        let map = projection(domain, &self.columns, &other.columns);
+        let values = self
+            .values
+            .iter()
+            .zip(&map)
+            .map(|(&v, &i)| {
+                let d = other.values[i as usize];
+                if d > 0.0 { v / d } else { 0.0 }
+            })
+            .collect();
+        Factor {
+            columns: self.columns.clone(),
+            values,
+        }
+    }
+
+    /// The product, over the union of the columns (an error past the size limit).
+    fn product(&self, domain: &Domain, other: &Factor) -> Result<Factor> {
+        let mut columns: Vec<usize> = self.columns.iter().chain(&other.columns).copied().collect();
+        columns.sort_unstable();
+        columns.dedup();
+        domain.cells(&columns)?;
+        let left = projection(domain, &columns, &self.columns);
+        let right = projection(domain, &columns, &other.columns);
+        let values = left
+            .iter()
+            .zip(&right)
+            .map(|(&a, &b)| self.values[a as usize] * other.values[b as usize])
+            .collect();
+        Ok(Factor { columns, values })
     }
 }
 
@@ -464,6 +601,67 @@ mod tests {
             for (f, s) in fast.iter().zip(&slow) {
                 for (a, b) in f.iter().zip(s) {
                     assert!((a - b).abs() < 1e-12 * 7.0, "{cliques:?}: {a} against {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn marginals_across_cliques_match_the_enumerated_joint() {
+        let domain = Domain::new(vec![2, 3, 2, 4, 3, 2]).unwrap();
+        let all: Vec<usize> = (0..6).collect();
+        for cliques in [
+            vec![vec![0, 1], vec![1, 2], vec![2, 3], vec![1, 4], vec![4, 5]],
+            vec![vec![0, 1, 2], vec![2, 3], vec![1, 2, 4], vec![5]],
+        ] {
+            let tree = JunctionTree::new(&domain, &cliques).unwrap();
+            let theta = random_potentials(&tree, 15);
+            let mut model = fit(
+                &domain,
+                tree.clone(),
+                &[],
+                FitOptions {
+                    iterations: 0,
+                    total: Some(3.0),
+                },
+            )
+            .unwrap();
+            model.marginals = model.propagate(&theta);
+            // The joint, enumerated.
+            let maps: Vec<Vec<u32>> = tree
+                .cliques()
+                .iter()
+                .map(|c| projection(&domain, &all, c))
+                .collect();
+            let cells = domain.cells(&all).unwrap();
+            let joint: Vec<f64> = (0..cells)
+                .map(|x| {
+                    maps.iter()
+                        .zip(&theta)
+                        .map(|(m, t)| t[m[x] as usize])
+                        .sum::<f64>()
+                        .exp()
+                })
+                .collect();
+            let sum: f64 = joint.iter().sum();
+            for columns in [
+                vec![0, 3],
+                vec![5, 2, 4],
+                vec![3, 0, 5],
+                vec![1],
+                vec![0, 1, 2, 3, 4, 5],
+                vec![3, 5, 4],
+            ] {
+                let fast = model.marginal(&columns).unwrap();
+                let mut slow = vec![0.0; domain.cells(&columns).unwrap()];
+                for (&m, &p) in projection(&domain, &all, &columns).iter().zip(&joint) {
+                    slow[m as usize] += p / sum * 3.0;
+                }
+                for (a, b) in fast.iter().zip(&slow) {
+                    assert!(
+                        (a - b).abs() < 1e-12,
+                        "{cliques:?} {columns:?}: {a} against {b}"
+                    );
                 }
             }
         }

@@ -713,6 +713,38 @@ mod tests {
     }
 
     #[test]
+    fn the_tree_follows_the_dependence_in_the_data() {
+        // Each column copies the one before with probability 3/4: adjacent
+        // pairs score about 2·¾·⅔·5,000 = 5,000, pairs two apart about
+        // 3,750. At ρ = 1 each pick's ε is 0.82, so another pair than the
+        // best is picked with probability below e^(−0.82·1,000/2) per pick.
+        let rows = 5_000;
+        let mut rng = InsecureSeededRng::from_seed_for_testing(16);
+        let mut data = Vec::with_capacity(rows);
+        for _ in 0..rows {
+            let mut row: Vec<u32> = vec![uniform_below(3, &mut rng) as u32];
+            for k in 1..5 {
+                let copy = !rng.next_u32().is_multiple_of(4);
+                row.push(if copy {
+                    row[k - 1]
+                } else {
+                    uniform_below(3, &mut rng) as u32
+                });
+            }
+            data.push(row);
+        }
+        let mut table = Table::from_rows(Domain::new(vec![3; 5]).unwrap(), &data).unwrap();
+        let release = Mst::new(1.0, 1.0)
+            .unwrap()
+            .with_iterations(10, 200)
+            .run_with_rng(&mut table, &mut rng)
+            .unwrap();
+        let mut pairs = release.pairs().to_vec();
+        pairs.sort_unstable();
+        assert_eq!(pairs, vec![(0, 1), (1, 2), (2, 3), (3, 4)]);
+    }
+
+    #[test]
     fn the_release_path_draws_from_the_operating_system() {
         let mut table = chain_table(&[3, 3, 2], 3_000, 10);
         let release = Mst::new(1.0, 1.0).unwrap().run(&mut table).unwrap();

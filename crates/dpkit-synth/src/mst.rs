@@ -303,14 +303,7 @@ impl Mst {
                     let counts = checked_counts(data, &[a, b])?;
                     let merged = merge_pair(&counts, &compression[a], &compression[b]);
                     let (pa, pb) = (independent.marginal(&[a])?, independent.marginal(&[b])?);
-                    let total = independent.total();
-                    let mut score = 0.0;
-                    for (i, &x) in pa.iter().enumerate() {
-                        for (j, &y) in pb.iter().enumerate() {
-                            score += (merged[i * pb.len() + j] as f64 - x * y / total).abs();
-                        }
-                    }
-                    scores.push(score);
+                    scores.push(pair_score(&merged, &pa, &pb, independent.total()));
                     candidates.push((a, b));
                     pair_counts[a * r + b] = Some(merged);
                 }
@@ -449,6 +442,18 @@ fn merge_pair(counts: &[u64], a: &Compression, b: &Compression) -> Vec<u64> {
         }
     }
     out
+}
+
+/// `‖x − x̂‖₁`: a pair's counts `x` against the independent model's
+/// `x̂ = pa ⊗ pb / total` (its 1-way marginals scaled to the total).
+fn pair_score(counts: &[u64], pa: &[f64], pb: &[f64], total: f64) -> f64 {
+    let mut score = 0.0;
+    for (i, &x) in pa.iter().enumerate() {
+        for (j, &y) in pb.iter().enumerate() {
+            score += (counts[i * pb.len() + j] as f64 - x * y / total).abs();
+        }
+    }
+    score
 }
 
 /// The root of `x` in a union–find forest, with path halving.
@@ -742,6 +747,15 @@ mod tests {
         let mut pairs = release.pairs().to_vec();
         pairs.sort_unstable();
         assert_eq!(pairs, vec![(0, 1), (1, 2), (2, 3), (3, 4)]);
+    }
+
+    #[test]
+    fn a_pair_scores_its_l1_distance_from_the_independent_model() {
+        // x̂ = [40, 60] ⊗ [20, 80] / 100 = [[8, 32], [12, 48]].
+        let score = pair_score(&[10, 30, 10, 50], &[40.0, 60.0], &[20.0, 80.0], 100.0);
+        assert!((score - (2.0 + 2.0 + 2.0 + 2.0)).abs() < 1e-12, "{score}");
+        let score = pair_score(&[0, 40, 20, 40], &[40.0, 60.0], &[20.0, 80.0], 100.0);
+        assert!((score - (8.0 + 8.0 + 8.0 + 8.0)).abs() < 1e-12, "{score}");
     }
 
     #[test]

@@ -88,7 +88,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = InsecureSeededRng::from_seed_for_testing(seed);
     let release = mst.run_with_rng(&mut table, &mut rng)?;
     let fitted = started.elapsed();
-    let mut synthetic = release.sample_with_rng(table.rows(), Sampling::Round, &mut rng)?;
+    // As many rows as the model estimates (its noisy total), as Private-PGM does.
+    let mut synthetic =
+        release.sample_with_rng(release.estimated_rows(), Sampling::Round, &mut rng)?;
     let elapsed = started.elapsed();
 
     let r = domain.width();

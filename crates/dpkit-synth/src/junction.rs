@@ -154,6 +154,65 @@ impl JunctionTree {
         })
     }
 
+    /// A junction tree whose cliques cover each of `sets` (as AIM needs
+    /// for measured sets that no tree joins): the graph joining the columns
+    /// of each set is triangulated by greedy elimination, each step taking
+    /// the column whose elimination clique (it and its remaining
+    /// neighbours) has the fewest cells, and joining its neighbours; the
+    /// elimination cliques are the cliques of the triangulated graph
+    /// (Koller & Friedman 2009, §9.4 and §10.4). A clique above
+    /// [`crate::MAX_CELLS`] cells is an error.
+    ///
+    /// ```
+    /// use dpkit_synth::{Domain, JunctionTree};
+    /// let domain = Domain::new(vec![2, 3, 2, 4]).unwrap();
+    /// // A cycle of four pairs gets one chord: two triangles.
+    /// let cycle = [vec![0, 1], vec![1, 2], vec![2, 3], vec![0, 3]];
+    /// let tree = JunctionTree::covering(&domain, &cycle).unwrap();
+    /// assert_eq!(tree.cliques().len(), 2);
+    /// assert!(cycle.iter().all(|set| tree.clique_holding(set).is_some()));
+    /// ```
+    pub fn covering(domain: &Domain, sets: &[Vec<usize>]) -> Result<Self> {
+        let width = domain.width();
+        let mut neighbours = vec![vec![false; width]; width];
+        for set in sets {
+            domain.cells(set)?;
+            for &a in set {
+                for &b in set {
+                    neighbours[a][b] |= a != b;
+                }
+            }
+        }
+        let mut remaining = vec![true; width];
+        let mut cliques: Vec<Vec<usize>> = Vec::with_capacity(width);
+        for _ in 0..width {
+            let clique_of = |v: usize| -> Vec<usize> {
+                (0..width)
+                    .filter(|&u| u == v || (remaining[u] && neighbours[v][u]))
+                    .collect()
+            };
+            let weight = |clique: &[usize]| {
+                clique
+                    .iter()
+                    .fold(1u128, |acc, &c| acc.saturating_mul(domain.size(c) as u128))
+            };
+            let v = (0..width)
+                .filter(|&v| remaining[v])
+                .min_by_key(|&v| (weight(&clique_of(v)), v))
+                .expect("a column remains");
+            let clique = clique_of(v);
+            domain.cells(&clique)?;
+            for &a in &clique {
+                for &b in &clique {
+                    neighbours[a][b] |= a != b;
+                }
+            }
+            remaining[v] = false;
+            cliques.push(clique);
+        }
+        Self::new(domain, &cliques)
+    }
+
     /// The cliques, each sorted.
     pub fn cliques(&self) -> &[Vec<usize>] {
         &self.cliques
@@ -203,5 +262,54 @@ impl JunctionTree {
 
     pub(crate) fn separator_cells(&self, clique: usize) -> usize {
         self.separator_cells[clique]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_covering_tree_holds_every_set_and_keeps_a_tree_of_pairs_as_it_is() {
+        let domain = Domain::new(vec![2, 3, 2, 4, 3, 2, 5]).unwrap();
+        let pairs = vec![
+            vec![0, 1],
+            vec![1, 2],
+            vec![1, 3],
+            vec![3, 4],
+            vec![4, 5],
+            vec![4, 6],
+        ];
+        let tree = JunctionTree::covering(&domain, &pairs).unwrap();
+        let mut cliques = tree.cliques().to_vec();
+        cliques.sort();
+        assert_eq!(cliques, pairs);
+        // Two cycles, a triple and a column in nothing.
+        let sets = vec![
+            vec![0, 1],
+            vec![1, 2],
+            vec![2, 3],
+            vec![3, 0],
+            vec![3, 4],
+            vec![4, 5],
+            vec![5, 3],
+            vec![2, 4, 1],
+        ];
+        let tree = JunctionTree::covering(&domain, &sets).unwrap();
+        assert!(sets.iter().all(|s| tree.clique_holding(s).is_some()));
+        assert!(tree.clique_holding(&[6]).is_some());
+        // No clique holds all of a cycle's columns that need not be joined.
+        assert!(
+            tree.cliques().iter().all(|c| c.len() <= 4),
+            "{:?}",
+            tree.cliques()
+        );
+        // Too large a clique is an error, not a panic.
+        let wide = Domain::new(vec![300; 4]).unwrap();
+        let cycle = [vec![0, 1], vec![1, 2], vec![2, 3], vec![3, 0]];
+        assert!(matches!(
+            JunctionTree::covering(&wide, &cycle),
+            Err(Error::DomainTooLarge { .. })
+        ));
     }
 }

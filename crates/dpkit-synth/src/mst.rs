@@ -550,8 +550,9 @@ mod tests {
     use dpkit_core::rng::InsecureSeededRng;
     use rand_core::Rng;
 
-    /// `e^(−x)` with x = ln 10⁷: the tail probability the statistical
-    /// tests' bounds allow (each fails less than once in 10⁷ runs).
+    /// x = ln 10⁷: each side of each statistical bound below has
+    /// probability at most `e^(−x)` = 10⁻⁷, so the four checks of the noise
+    /// test fail together less than once in 10⁶ runs.
     const TAIL_LOG: f64 = 16.118_095_650_958_32;
 
     /// A table of `rows` rows over `sizes`, each column a noisy copy of the

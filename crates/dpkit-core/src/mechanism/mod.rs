@@ -7,6 +7,7 @@
 //! | [`TwoSidedGeometric`] | integer | ε-DP | counts: the least error of all integer noises |
 //! | [`DiscreteStaircase`] | integer | ε-DP | integer queries with Δ > 1 |
 //! | [`Gaussian`] / [`DiscreteGaussian`] | real / integer | (ε, δ)-DP | many queries, L2 sensitivity |
+//! | [`ConcentratedDiscreteGaussian`] | integer vector | ρ-zCDP | marginals and histograms measured under a zCDP budget |
 //! | [`BinaryRandomizedResponse`] / [`KaryRandomizedResponse`] | bit / category | ε-DP | local DP: each person randomises their own answer |
 //! | [`ExponentialMechanism`] / [`ReportNoisyMax`] | candidate set | ε-DP | choosing the best of finitely many options |
 //! | [`QuantileSelection`] | counts over a grid | ε-DP | a median or percentile over bounded values |

@@ -423,7 +423,7 @@ impl Model {
         let mut inside = vec![false; count];
         inside[top] = true;
         for &c in tree.order() {
-            if let Some(p) = tree.parent(c) {
+            if let Some(p) = tree.parent(c).filter(|_| c != top) {
                 inside[c] = inside[p] && below[c];
             }
         }
@@ -613,6 +613,8 @@ mod tests {
         for cliques in [
             vec![vec![0, 1], vec![1, 2], vec![2, 3], vec![1, 4], vec![4, 5]],
             vec![vec![0, 1, 2], vec![2, 3], vec![1, 2, 4], vec![5]],
+            // A chain, whose smallest subtree for (4, 2) leaves out the root.
+            vec![vec![0, 1], vec![1, 2], vec![2, 3], vec![3, 4], vec![4, 5]],
         ] {
             let tree = JunctionTree::new(&domain, &cliques).unwrap();
             let theta = random_potentials(&tree, 15);
@@ -651,6 +653,7 @@ mod tests {
                 vec![1],
                 vec![0, 1, 2, 3, 4, 5],
                 vec![3, 5, 4],
+                vec![4, 2],
             ] {
                 let fast = model.marginal(&columns).unwrap();
                 let mut slow = vec![0.0; domain.cells(&columns).unwrap()];

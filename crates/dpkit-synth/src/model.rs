@@ -437,6 +437,24 @@ impl Model {
                 columns: clique.clone(),
                 values: self.marginals[c].iter().map(|m| m / self.total).collect(),
             };
+            // The clique's columns in no other factor of the subtree (not
+            // asked, in no separator to an inside neighbour) are summed out
+            // first, before any product can widen the factor.
+            let needed: Vec<usize> = clique
+                .iter()
+                .copied()
+                .filter(|k| {
+                    wanted.contains(k)
+                        || (c != top && tree.separator(c).contains(k))
+                        || tree
+                            .children(c)
+                            .iter()
+                            .any(|&j| inside[j] && tree.separator(j).contains(k))
+                })
+                .collect();
+            if needed.len() < clique.len() {
+                factor = factor.sum_to(&self.domain, &needed);
+            }
             if c != top {
                 // p_C / p_S: the clique's columns given its separator's.
                 let separator = factor.sum_to(&self.domain, tree.separator(c));

@@ -16,12 +16,13 @@
 //! Every column is discrete with a public [`Domain`]; the exact counts
 //! come from a [`Marginals`] source (an in-memory [`Table`] here) and the
 //! noise is added in this crate, with dpkit-core's samplers, under zCDP.
-//! Privacy arguments are beside the code ([`Mst::run_with_rng`]).
+//! Privacy arguments are beside the code (the `# Privacy` sections of
+//! [`Synthesizer::run_with_rng`] for [`Mst`]).
 //!
 //! ```
 //! use dpkit_core::accounting::concentrated::rho_within;
 //! use dpkit_core::rng::InsecureSeededRng;
-//! use dpkit_synth::{Domain, Marginals, Mst, Sampling, Table};
+//! use dpkit_synth::{Domain, Marginals, Mst, Release, Sampling, Synthesizer, Table};
 //!
 //! let domain = Domain::new(vec![3, 2, 2])?;
 //! let rows: Vec<Vec<u32>> = (0..6_000u32)
@@ -49,9 +50,13 @@ mod domain;
 mod error;
 mod junction;
 mod marginals;
+mod measure;
 mod model;
 mod mst;
+mod release;
 mod sample;
+#[cfg(test)]
+mod testing;
 
 pub use domain::{Domain, MAX_CELLS};
 pub use error::{Error, Result};
@@ -59,4 +64,5 @@ pub use junction::JunctionTree;
 pub use marginals::{Marginals, Table};
 pub use model::{FitOptions, Measurement, Model, fit};
 pub use mst::{Mst, MstRelease};
+pub use release::{Release, Synthesizer};
 pub use sample::Sampling;

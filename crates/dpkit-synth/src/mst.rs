@@ -4,7 +4,6 @@
 
 use dpkit_core::accounting::ConcentratedLoss;
 use dpkit_core::mechanism::{ConcentratedDiscreteGaussian, ExponentialMechanism};
-use dpkit_core::rng::SecureRng;
 use dpkit_core::sampling::uniform_below;
 use rand_core::CryptoRng;
 
@@ -12,22 +11,20 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::junction::JunctionTree;
 use crate::marginals::{Marginals, Table};
+use crate::measure::{SPLIT_ROOM, add_noise, checked_counts, variance};
 use crate::model::{FitOptions, Measurement, Model, fit};
-use crate::sample::Sampling;
+use crate::release::{Release, Synthesizer};
 
 /// Codes whose noisy count is below this many noise standard deviations
 /// are merged into one code before the pairs are measured (as Private-PGM's
 /// MST does): their counts are mostly noise, and merging them shrinks the
 /// 2-way marginals that carry noise on every cell.
 const SUPPORT_SIGMAS: f64 = 3.0;
-/// ρ is split with this relative room, so that the rounded-up sum of the
-/// parts' losses stays within it.
-const SPLIT_ROOM: f64 = 1e-9;
 
 /// MST at a zCDP budget ρ.
 ///
 /// ```
-/// use dpkit_synth::{Domain, Mst, Sampling, Table};
+/// use dpkit_synth::{Domain, Mst, Release, Sampling, Synthesizer, Table};
 /// use dpkit_core::rng::InsecureSeededRng;
 /// // A tiny table: column 1 copies column 0, column 2 is independent.
 /// let domain = Domain::new(vec![2, 2, 3]).unwrap();
@@ -213,13 +210,10 @@ impl Mst {
             cost,
         })
     }
+}
 
-    /// Runs MST on `data`, with noise from a generator keyed by the
-    /// operating system (see [`Mst::run_with_rng`]).
-    pub fn run<M: Marginals + ?Sized>(&self, data: &mut M) -> Result<MstRelease> {
-        let mut rng = SecureRng::from_os()?;
-        self.run_with_rng(data, &mut rng)
-    }
+impl Synthesizer for Mst {
+    type Release = MstRelease;
 
     /// Runs MST on `data` with `rng` for the noise and the selection.
     ///
@@ -246,7 +240,7 @@ impl Mst {
     ///
     /// Everything after (the model fit, sampling) reads only the noisy
     /// marginals: post-processing.
-    pub fn run_with_rng<M: Marginals + ?Sized, R: CryptoRng + ?Sized>(
+    fn run_with_rng<M: Marginals + ?Sized, R: CryptoRng + ?Sized>(
         &self,
         data: &mut M,
         rng: &mut R,
@@ -370,46 +364,6 @@ impl Mst {
     }
 }
 
-/// The noise variance used as the measurement's weight (1 when noiseless).
-fn variance(sigma: f64) -> f64 {
-    if sigma > 0.0 { sigma * sigma } else { 1.0 }
-}
-
-/// The counts over `columns`, checked to have the marginal's length.
-fn checked_counts<M: Marginals + ?Sized>(data: &mut M, columns: &[usize]) -> Result<Vec<u64>> {
-    let expected = data.domain().cells(columns)?;
-    let counts = data.counts(columns)?;
-    if counts.len() != expected {
-        return Err(Error::WrongCountLength {
-            columns: columns.to_vec(),
-            found: counts.len(),
-            expected,
-        });
-    }
-    Ok(counts)
-}
-
-/// The counts with independent noise on each (none when `noise` is `None`,
-/// the test-only noiseless path).
-fn add_noise<R: CryptoRng + ?Sized>(
-    counts: &[u64],
-    noise: Option<&ConcentratedDiscreteGaussian>,
-    rng: &mut R,
-) -> Result<Vec<f64>> {
-    let mut values = counts
-        .iter()
-        .map(|&c| i64::try_from(c))
-        .collect::<std::result::Result<Vec<i64>, _>>()
-        .map_err(|_| Error::InvalidParameter {
-            name: "counts",
-            reason: "a count exceeds 2⁶³ − 1".into(),
-        })?;
-    if let Some(noise) = noise {
-        noise.add_into(&mut values, rng);
-    }
-    Ok(values.into_iter().map(|v| v as f64).collect())
-}
-
 /// Keeps the codes whose noisy count is at least `threshold`, merging the
 /// rest into one code (none merged when at most one falls below).
 fn compress(noisy: &[f64], threshold: f64) -> Compression {
@@ -466,11 +420,6 @@ fn find(parent: &mut [usize], mut x: usize) -> usize {
 }
 
 impl MstRelease {
-    /// The loss charged (as [`Mst::cost`] gives it).
-    pub fn cost(&self) -> ConcentratedLoss {
-        self.cost
-    }
-
     /// The pairs of columns the spanning tree joined, in the order chosen.
     pub fn pairs(&self) -> &[(usize, usize)] {
         &self.pairs
@@ -492,11 +441,6 @@ impl MstRelease {
         (self.one_way_sigma, self.two_way_sigma)
     }
 
-    /// The fitted model, over the merged codes (see [`MstRelease::merged_codes`]).
-    pub fn model(&self) -> &Model {
-        &self.model
-    }
-
     /// For each column, the original codes merged into its last code in
     /// the model (empty when none were).
     pub fn merged_codes(&self) -> Vec<&[u32]> {
@@ -505,29 +449,22 @@ impl MstRelease {
             .map(|c| c.merged.as_slice())
             .collect()
     }
+}
 
-    /// The estimated number of rows, rounded.
-    pub fn estimated_rows(&self) -> usize {
-        self.model.total().round() as usize
+impl Release for MstRelease {
+    /// The fitted model, over the merged codes (see [`MstRelease::merged_codes`]).
+    fn model(&self) -> &Model {
+        &self.model
     }
 
-    /// `rows` synthetic rows over the original domain, drawn with a
-    /// generator keyed by the operating system.
-    pub fn sample(&self, rows: usize, method: Sampling) -> Result<Table> {
-        let mut rng = SecureRng::from_os()?;
-        self.sample_with_rng(rows, method, &mut rng)
+    /// The loss charged (as [`Mst::cost`] gives it).
+    fn cost(&self) -> ConcentratedLoss {
+        self.cost
     }
 
-    /// `rows` synthetic rows over the original domain, drawn with `rng`
-    /// (post-processing: any generator is safe). A merged code becomes one
-    /// of the codes it merged, uniformly, as in Private-PGM.
-    pub fn sample_with_rng<R: CryptoRng + ?Sized>(
-        &self,
-        rows: usize,
-        method: Sampling,
-        rng: &mut R,
-    ) -> Result<Table> {
-        let table = self.model.sample_with_rng(rows, method, rng)?;
+    /// A merged code becomes one of the codes it merged, uniformly, as in
+    /// Private-PGM.
+    fn original_codes<R: CryptoRng + ?Sized>(&self, table: Table, rng: &mut R) -> Result<Table> {
         let mut columns = Vec::with_capacity(self.domain.width());
         for (column, merge) in self.compression.iter().enumerate() {
             let codes = table
@@ -547,32 +484,10 @@ impl MstRelease {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::Sampling;
+    use crate::testing::{chain_table, check_standard_noise};
     use dpkit_core::rng::InsecureSeededRng;
     use rand_core::Rng;
-
-    /// x = ln 10⁷: each side of each statistical bound below has
-    /// probability at most `e^(−x)` = 10⁻⁷, so the four checks of the noise
-    /// test fail together less than once in 10⁶ runs.
-    const TAIL_LOG: f64 = 16.118_095_650_958_32;
-
-    /// A table of `rows` rows over `sizes`, each column a noisy copy of the
-    /// one before (so that pairs differ in strength), from a seeded generator.
-    fn chain_table(sizes: &[usize], rows: usize, seed: u64) -> Table {
-        let mut rng = InsecureSeededRng::from_seed_for_testing(seed);
-        let domain = Domain::new(sizes.to_vec()).unwrap();
-        let mut data: Vec<Vec<u32>> = Vec::with_capacity(rows);
-        for _ in 0..rows {
-            let mut row = Vec::with_capacity(sizes.len());
-            for (k, &n) in sizes.iter().enumerate() {
-                let fresh = uniform_below(n as u64, &mut rng) as u32;
-                let keep = k > 0 && !rng.next_u32().is_multiple_of(4);
-                let code = if keep { row[k - 1] % n as u32 } else { fresh };
-                row.push(code);
-            }
-            data.push(row);
-        }
-        Table::from_rows(domain, &data).unwrap()
-    }
 
     #[test]
     fn the_cost_is_its_closed_form_within_the_budget() {
@@ -636,13 +551,6 @@ mod tests {
         }
     }
 
-    /// `|s²/σ² − 1|` allowed for the mean square of n Gaussian draws
-    /// (Laurent & Massart 2000: `P(|χ²ₙ − n| ≥ 2√(nx) + 2x) ≤ 2e^(−x)`).
-    fn variance_bound(n: usize) -> f64 {
-        let n = n as f64;
-        (2.0 * (n * TAIL_LOG).sqrt() + 2.0 * TAIL_LOG) / n
-    }
-
     #[test]
     fn the_measurement_noise_has_the_calibrated_variance() {
         // 10,000 codes of count 20 in column 0 (no code is merged: 20 is
@@ -666,24 +574,12 @@ mod tests {
         let exact_pair = table.counts(&[0, 1]).unwrap();
         noises.push((release.noisy_pairs()[0].clone(), exact_pair, sigma_two));
         for (noisy, exact, sigma) in noises {
-            let n = noisy.len();
             let draws: Vec<f64> = noisy
                 .iter()
                 .zip(&exact)
-                .map(|(y, &x)| y - x as f64)
+                .map(|(y, &x)| (y - x as f64) / sigma)
                 .collect();
-            let mean = draws.iter().sum::<f64>() / n as f64;
-            let square = draws.iter().map(|z| z * z).sum::<f64>() / n as f64;
-            let bound = variance_bound(n);
-            assert!(
-                (square / (sigma * sigma) - 1.0).abs() < bound,
-                "σ = {sigma}: mean square {square} over {n} draws (bound {bound})"
-            );
-            // The mean: Gaussian tail, P(|z̄| ≥ σ√(2x/n)) ≤ 2e^(−x).
-            assert!(
-                mean.abs() < sigma * (2.0 * TAIL_LOG / n as f64).sqrt(),
-                "{mean}"
-            );
+            check_standard_noise(&draws, &format!("σ = {sigma}"));
         }
     }
 

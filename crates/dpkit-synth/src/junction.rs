@@ -51,17 +51,7 @@ impl JunctionTree {
             clique.sort_unstable();
             sets.push(clique);
         }
-        // Keep the maximal cliques only (the first of equal ones).
-        let contains = |big: &[usize], small: &[usize]| small.iter().all(|c| big.contains(c));
-        let mut kept: Vec<Vec<usize>> = Vec::new();
-        for (i, clique) in sets.iter().enumerate() {
-            let covered = sets.iter().enumerate().any(|(j, other)| {
-                j != i && contains(other, clique) && (other.len() > clique.len() || j < i)
-            });
-            if !covered {
-                kept.push(clique.clone());
-            }
-        }
+        let mut kept = maximal(&sets);
         for column in 0..domain.width() {
             if !kept.iter().any(|c| c.contains(&column)) {
                 kept.push(vec![column]);
@@ -173,44 +163,19 @@ impl JunctionTree {
     /// assert!(cycle.iter().all(|set| tree.clique_holding(set).is_some()));
     /// ```
     pub fn covering(domain: &Domain, sets: &[Vec<usize>]) -> Result<Self> {
-        let width = domain.width();
-        let mut neighbours = vec![vec![false; width]; width];
-        for set in sets {
-            domain.cells(set)?;
-            for &a in set {
-                for &b in set {
-                    neighbours[a][b] |= a != b;
-                }
-            }
-        }
-        let mut remaining = vec![true; width];
-        let mut cliques: Vec<Vec<usize>> = Vec::with_capacity(width);
-        for _ in 0..width {
-            let clique_of = |v: usize| -> Vec<usize> {
-                (0..width)
-                    .filter(|&u| u == v || (remaining[u] && neighbours[v][u]))
-                    .collect()
-            };
-            let weight = |clique: &[usize]| {
-                clique
-                    .iter()
-                    .fold(1u128, |acc, &c| acc.saturating_mul(domain.size(c) as u128))
-            };
-            let v = (0..width)
-                .filter(|&v| remaining[v])
-                .min_by_key(|&v| (weight(&clique_of(v)), v))
-                .expect("a column remains");
-            let clique = clique_of(v);
-            domain.cells(&clique)?;
-            for &a in &clique {
-                for &b in &clique {
-                    neighbours[a][b] |= a != b;
-                }
-            }
-            remaining[v] = false;
-            cliques.push(clique);
-        }
-        Self::new(domain, &cliques)
+        Self::new(domain, &triangulation(domain, sets)?)
+    }
+
+    /// The cells of [`JunctionTree::covering`]'s maximal cliques, summed:
+    /// the model's size in numbers (AIM's limit is on its size in bytes,
+    /// 8 a number), without building the tree.
+    pub fn covering_cells(domain: &Domain, sets: &[Vec<usize>]) -> Result<usize> {
+        let mut cliques = triangulation(domain, sets)?;
+        cliques.iter_mut().for_each(|c| c.sort_unstable());
+        Ok(maximal(&cliques)
+            .iter()
+            .map(|clique| clique.iter().map(|&c| domain.size(c)).product::<usize>())
+            .sum())
     }
 
     /// The cliques, each sorted.
@@ -265,6 +230,64 @@ impl JunctionTree {
     }
 }
 
+/// The elimination cliques of the graph joining the columns of each of
+/// `sets`, eliminated greedily (see [`JunctionTree::covering`]).
+fn triangulation(domain: &Domain, sets: &[Vec<usize>]) -> Result<Vec<Vec<usize>>> {
+    let width = domain.width();
+    let mut neighbours = vec![vec![false; width]; width];
+    for set in sets {
+        domain.cells(set)?;
+        for &a in set {
+            for &b in set {
+                neighbours[a][b] |= a != b;
+            }
+        }
+    }
+    let mut remaining = vec![true; width];
+    let mut cliques: Vec<Vec<usize>> = Vec::with_capacity(width);
+    for _ in 0..width {
+        let clique_of = |v: usize| -> Vec<usize> {
+            (0..width)
+                .filter(|&u| u == v || (remaining[u] && neighbours[v][u]))
+                .collect()
+        };
+        let weight = |clique: &[usize]| {
+            clique
+                .iter()
+                .fold(1u128, |acc, &c| acc.saturating_mul(domain.size(c) as u128))
+        };
+        let v = (0..width)
+            .filter(|&v| remaining[v])
+            .min_by_key(|&v| (weight(&clique_of(v)), v))
+            .expect("a column remains");
+        let clique = clique_of(v);
+        domain.cells(&clique)?;
+        for &a in &clique {
+            for &b in &clique {
+                neighbours[a][b] |= a != b;
+            }
+        }
+        remaining[v] = false;
+        cliques.push(clique);
+    }
+    Ok(cliques)
+}
+
+/// The cliques (each sorted) not contained in another, the first of equal ones.
+fn maximal(sets: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let contains = |big: &[usize], small: &[usize]| small.iter().all(|c| big.contains(c));
+    let mut kept: Vec<Vec<usize>> = Vec::new();
+    for (i, clique) in sets.iter().enumerate() {
+        let covered = sets.iter().enumerate().any(|(j, other)| {
+            j != i && contains(other, clique) && (other.len() > clique.len() || j < i)
+        });
+        if !covered {
+            kept.push(clique.clone());
+        }
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +327,9 @@ mod tests {
             "{:?}",
             tree.cliques()
         );
+        // The covering's size, without the tree, is its cliques' cells.
+        let cells: usize = (0..tree.cliques().len()).map(|c| tree.cells(c)).sum();
+        assert_eq!(JunctionTree::covering_cells(&domain, &sets).unwrap(), cells);
         // Too large a clique is an error, not a panic.
         let wide = Domain::new(vec![300; 4]).unwrap();
         let cycle = [vec![0, 1], vec![1, 2], vec![2, 3], vec![3, 0]];

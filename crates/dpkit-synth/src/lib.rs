@@ -13,11 +13,18 @@
 //!    marginals ([`fit`]: mirror descent with exact belief propagation);
 //! 5. rows are sampled from it along the tree ([`Sampling`]).
 //!
+//! [`Aim`] (McKenna, Mullins, Sheldon & Miklau 2022) measures the 1-way
+//! marginals, then picks round by round the workload marginal the current
+//! model gets most wrong (an exponential mechanism, among the marginals
+//! that keep the model under a size limit), measures it, refits the model
+//! warm, and anneals its noise, until ρ is spent. Both are
+//! [`Synthesizer`]s whose [`Release`] samples rows.
+//!
 //! Every column is discrete with a public [`Domain`]; the exact counts
 //! come from a [`Marginals`] source (an in-memory [`Table`] here) and the
 //! noise is added in this crate, with dpkit-core's samplers, under zCDP.
 //! Privacy arguments are beside the code (the `# Privacy` sections of
-//! [`Synthesizer::run_with_rng`] for [`Mst`]).
+//! [`Synthesizer::run_with_rng`] for [`Mst`] and for [`Aim`]).
 //!
 //! ```
 //! use dpkit_core::accounting::concentrated::rho_within;
@@ -46,6 +53,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod aim;
 mod domain;
 mod error;
 mod junction;
@@ -58,6 +66,7 @@ mod sample;
 #[cfg(test)]
 mod testing;
 
+pub use aim::{Aim, AimRelease, AimRound};
 pub use domain::{Domain, MAX_CELLS};
 pub use error::{Error, Result};
 pub use junction::JunctionTree;

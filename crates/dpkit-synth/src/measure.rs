@@ -1,7 +1,7 @@
 //! What MST and AIM share to measure marginals: exact counts checked,
 //! discrete Gaussian noise added, the budget's rounding room.
 
-use dpkit_core::mechanism::ConcentratedDiscreteGaussian;
+use dpkit_core::mechanism::{ConcentratedDiscreteGaussian, ExponentialMechanism};
 use rand_core::CryptoRng;
 
 use crate::error::{Error, Result};
@@ -52,4 +52,23 @@ pub(crate) fn add_noise<R: CryptoRng + ?Sized>(
         noise.add_into(&mut values, rng);
     }
     Ok(values.into_iter().map(|v| v as f64).collect())
+}
+
+/// The exponential mechanism at the largest ε whose zCDP loss, as core
+/// rounds it up (ε²/8), is within `rho`, for utilities of sensitivity
+/// `utility_sensitivity`.
+pub(crate) fn selection_within(rho: f64, utility_sensitivity: f64) -> Result<ExponentialMechanism> {
+    let mut epsilon = (8.0 * rho).sqrt();
+    // ε²/8 is rounded up by a few ulps at most: a few steps down suffice.
+    for _ in 0..64 {
+        let mechanism = ExponentialMechanism::new(epsilon, utility_sensitivity)?;
+        if mechanism.concentrated().rho() <= rho {
+            return Ok(mechanism);
+        }
+        epsilon = epsilon.next_down();
+    }
+    Err(Error::InvalidParameter {
+        name: "rho",
+        reason: format!("no ε has ε²/8 within ρ = {rho:e}"),
+    })
 }

@@ -108,6 +108,11 @@ pub struct Model {
     domain: Domain,
     tree: JunctionTree,
     potentials: Vec<Vec<f64>>,
+    /// The log-potentials as one table per measurement, over its cells:
+    /// every step adds to a clique only functions of the measurements placed
+    /// on it, so `potentials` is their sum, and the tables carry the model
+    /// to any other junction tree that holds the measured sets (a warm start).
+    factors: Vec<Vec<f64>>,
     marginals: Vec<Vec<f64>>,
     total: f64,
 }
@@ -145,6 +150,31 @@ pub fn fit(
     measurements: &[Measurement],
     options: FitOptions,
 ) -> Result<Model> {
+    fit_from(domain, tree, measurements, options, &[])
+}
+
+/// [`fit`], starting from the log-potentials of `start` (a model fitted to
+/// the first measurements of `measurements`, on any junction tree; the
+/// later measurements start at 0) rather than from the uniform model, as
+/// AIM refits after each round. With no `start`, it is [`fit`].
+pub(crate) fn fit_from(
+    domain: &Domain,
+    tree: JunctionTree,
+    measurements: &[Measurement],
+    options: FitOptions,
+    start: &[Vec<f64>],
+) -> Result<Model> {
+    if start.len() > measurements.len()
+        || start
+            .iter()
+            .zip(measurements)
+            .any(|(f, m)| f.len() != m.values.len())
+    {
+        return Err(Error::InvalidParameter {
+            name: "start",
+            reason: "the warm start's tables do not match the first measurements".into(),
+        });
+    }
     let mut placed = Vec::with_capacity(measurements.len());
     for measurement in measurements {
         let cells = domain.cells(&measurement.columns)?;
@@ -181,10 +211,23 @@ pub fn fit(
     let mut model = Model {
         domain: domain.clone(),
         potentials: (0..cliques).map(|c| vec![0.0; tree.cells(c)]).collect(),
+        factors: measurements
+            .iter()
+            .enumerate()
+            .map(|(i, m)| match start.get(i) {
+                Some(factor) => factor.clone(),
+                None => vec![0.0; m.values.len()],
+            })
+            .collect(),
         marginals: (0..cliques).map(|c| vec![0.0; tree.cells(c)]).collect(),
         tree,
         total,
     };
+    for (p, factor) in placed.iter().zip(&model.factors) {
+        for (theta, &index) in model.potentials[p.clique].iter_mut().zip(&p.map) {
+            *theta += factor[index as usize];
+        }
+    }
     if placed.is_empty() {
         model.marginals = model.propagate(&model.potentials);
         return Ok(model);
@@ -195,11 +238,18 @@ pub fn fit(
         .fold(f64::INFINITY, f64::min);
     let mut alpha = 2.0 * min_variance / total;
     let mut mu = model.propagate(&model.potentials);
-    let mut gradient: Vec<Vec<f64>> = mu.iter().map(|m| vec![0.0; m.len()]).collect();
+    let mut gradient = Gradient {
+        cliques: mu.iter().map(|m| vec![0.0; m.len()]).collect(),
+        measurements: model.factors.iter().map(|f| vec![0.0; f.len()]).collect(),
+    };
     let mut loss = loss_and_gradient(&placed, &mu, Some(&mut gradient));
     let mut trial = model.potentials.clone();
     for _ in 0..options.iterations {
-        for ((t, p), g) in trial.iter_mut().zip(&model.potentials).zip(&gradient) {
+        for ((t, p), g) in trial
+            .iter_mut()
+            .zip(&model.potentials)
+            .zip(&gradient.cliques)
+        {
             for ((t, p), g) in t.iter_mut().zip(p).zip(g) {
                 *t = p - alpha * g;
             }
@@ -207,6 +257,7 @@ pub fn fit(
         let mu_trial = model.propagate(&trial);
         let loss_trial = loss_and_gradient(&placed, &mu_trial, None);
         let expected: f64 = gradient
+            .cliques
             .iter()
             .zip(mu.iter().zip(&mu_trial))
             .map(|(g, (a, b))| {
@@ -218,6 +269,11 @@ pub fn fit(
             .sum();
         if loss - loss_trial >= 0.5 * alpha * expected {
             std::mem::swap(&mut model.potentials, &mut trial);
+            for (factor, residual) in model.factors.iter_mut().zip(&gradient.measurements) {
+                for (f, r) in factor.iter_mut().zip(residual) {
+                    *f -= alpha * r;
+                }
+            }
             mu = mu_trial;
             loss = loss_and_gradient(&placed, &mu, Some(&mut gradient));
             alpha *= 1.01;
@@ -245,20 +301,28 @@ fn estimated_total(measurements: &[Measurement]) -> f64 {
     }
 }
 
-/// `Σ (M μ − y)² / (2 var)`, and its gradient in μ when asked.
+/// The loss's gradient in μ, per clique, and each measurement's part of
+/// it, `(M μ − y)/var` over the measurement's cells.
+struct Gradient {
+    cliques: Vec<Vec<f64>>,
+    measurements: Vec<Vec<f64>>,
+}
+
+/// `Σ (M μ − y)² / (2 var)`, and when asked its gradient in μ (per clique)
+/// and each measurement's part of it, `(M μ − y)/var` (per measurement).
 fn loss_and_gradient(
     placed: &[Placed<'_>],
     mu: &[Vec<f64>],
-    mut gradient: Option<&mut Vec<Vec<f64>>>,
+    mut gradient: Option<&mut Gradient>,
 ) -> f64 {
-    if let Some(gradient) = gradient.as_deref_mut() {
-        for g in gradient.iter_mut() {
+    if let Some(gradient) = gradient.as_mut() {
+        for g in gradient.cliques.iter_mut() {
             g.iter_mut().for_each(|x| *x = 0.0);
         }
     }
     let mut loss = 0.0;
     let mut projected = Vec::new();
-    for p in placed {
+    for (i, p) in placed.iter().enumerate() {
         let m = p.measurement;
         projected.clear();
         projected.resize(m.values.len(), 0.0);
@@ -270,10 +334,11 @@ fn loss_and_gradient(
             loss += difference * difference / (2.0 * variance);
             *x = difference / variance;
         }
-        if let Some(gradient) = gradient.as_deref_mut() {
-            for (g, &index) in gradient[p.clique].iter_mut().zip(&p.map) {
+        if let Some(gradient) = gradient.as_mut() {
+            for (g, &index) in gradient.cliques[p.clique].iter_mut().zip(&p.map) {
                 *g += projected[index as usize];
             }
+            gradient.measurements[i].copy_from_slice(&projected);
         }
     }
     loss
@@ -362,6 +427,12 @@ impl Model {
     /// The estimated number of rows (the sum of every marginal).
     pub fn total(&self) -> f64 {
         self.total
+    }
+
+    /// The log-potentials as one table per measurement fitted (see
+    /// [`fit_from`]).
+    pub(crate) fn factors(&self) -> &[Vec<f64>] {
+        &self.factors
     }
 
     /// The fitted marginal of clique `clique` of the tree, scaled to the total.
@@ -686,6 +757,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_warm_start_carries_the_model_to_another_tree() {
+        // Noisy-looking pairs of a cycle, fitted a little on one covering
+        // tree; the same model restarted with no step on another tree that
+        // holds the measured sets must have the same marginals.
+        let domain = Domain::new(vec![2, 3, 2, 3]).unwrap();
+        let mut rng = InsecureSeededRng::from_seed_for_testing(21);
+        let sets = [vec![0, 1], vec![1, 2], vec![2, 3], vec![3, 0]];
+        let measurements: Vec<Measurement> = sets
+            .iter()
+            .map(|columns| {
+                let values = (0..domain.cells(columns).unwrap())
+                    .map(|_| 10.0 + (rng.next_u32() % 50) as f64)
+                    .collect();
+                Measurement::new(columns.clone(), values, 4.0).unwrap()
+            })
+            .collect();
+        let options = |iterations| FitOptions {
+            iterations,
+            total: None,
+        };
+        let first = fit(
+            &domain,
+            JunctionTree::covering(&domain, &sets).unwrap(),
+            &measurements[..3],
+            options(40),
+        )
+        .unwrap();
+        let wider = JunctionTree::new(&domain, &[vec![0, 1, 2, 3]]).unwrap();
+        let carried = fit_from(&domain, wider, &measurements, options(0), first.factors()).unwrap();
+        for columns in [vec![0, 1], vec![1, 2], vec![2, 3], vec![0, 3], vec![1, 3]] {
+            let (a, b) = (
+                first.marginal(&columns).unwrap(),
+                carried.marginal(&columns).unwrap(),
+            );
+            for (x, y) in a.iter().zip(&b) {
+                // Totals differ (4 measurements against 3): compare shares.
+                let (x, y) = (x / first.total(), y / carried.total());
+                assert!((x - y).abs() < 1e-12, "{columns:?}: {x} against {y}");
+            }
+        }
+        // The model moved away from uniform, so the check has teeth.
+        let pair = first.marginal(&[0, 1]).unwrap();
+        assert!(
+            pair.iter()
+                .any(|p| (p / first.total() - 1.0 / 6.0).abs() > 1e-3)
+        );
+        // Tables that do not match the measurements are refused.
+        let wrong = vec![vec![0.0; 5]];
+        let tree = JunctionTree::covering(&domain, &sets).unwrap();
+        assert!(fit_from(&domain, tree, &measurements, options(0), &wrong).is_err());
     }
 
     #[test]

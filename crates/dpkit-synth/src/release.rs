@@ -11,7 +11,7 @@ use crate::model::Model;
 use crate::sample::Sampling;
 
 /// A mechanism that releases a synthetic-data model from exact marginals
-/// ([`crate::Mst`]).
+/// ([`crate::Mst`], [`crate::Aim`]).
 pub trait Synthesizer {
     /// What a run releases.
     type Release: Release;

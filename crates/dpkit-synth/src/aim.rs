@@ -269,46 +269,43 @@ impl Aim {
     }
 }
 
-/// The model's marginal over `columns`. [`Model::marginal`] eliminates
-/// along the model's tree, and a marginal across large cliques may need a
-/// message above [`crate::MAX_CELLS`] cells there (on Adult, a clique of
-/// 10⁵ cells times an 85-code column); then it is [`carried_marginal`].
-/// Post-processing: it reads only the model.
-fn estimate(
-    domain: &Domain,
-    model: &Model,
-    measured: &[Vec<usize>],
-    measurements: &[Measurement],
-    columns: &[usize],
-) -> Result<Vec<f64>> {
-    match model.marginal(columns) {
-        Err(Error::DomainTooLarge { .. }) => {
-            carried_marginal(domain, model, measured, measurements, columns)
-        }
-        other => other,
-    }
+/// The current model and what it was fitted to.
+struct Current<'a> {
+    domain: &'a Domain,
+    model: &'a Model,
+    measured: &'a [Vec<usize>],
+    measurements: &'a [Measurement],
 }
 
-/// The marginal over `columns` of the same model carried (its
-/// log-potentials, no step) to the junction tree covering the measured
-/// sets and `columns`, where one clique holds them: the tree the size
-/// limit measures, so no larger than the limit when `columns` is a
-/// candidate.
-fn carried_marginal(
-    domain: &Domain,
-    model: &Model,
-    measured: &[Vec<usize>],
-    measurements: &[Measurement],
-    columns: &[usize],
-) -> Result<Vec<f64>> {
-    let mut sets = measured.to_vec();
-    sets.push(columns.to_vec());
-    let options = FitOptions {
-        iterations: 0,
-        total: Some(model.total()),
-    };
-    let tree = JunctionTree::covering(domain, &sets)?;
-    fit_from(domain, tree, measurements, options, model.factors())?.marginal(columns)
+impl Current<'_> {
+    /// The model's marginal over `columns`. [`Model::marginal`] eliminates
+    /// along the model's tree, and a marginal across large cliques may need
+    /// a message above [`crate::MAX_CELLS`] cells there (on Adult, a clique
+    /// of 10⁵ cells times an 85-code column); then it is
+    /// [`Current::carried`]. Post-processing: it reads only the model.
+    fn estimate(&self, columns: &[usize]) -> Result<Vec<f64>> {
+        match self.model.marginal(columns) {
+            Err(Error::DomainTooLarge { .. }) => self.carried(columns),
+            other => other,
+        }
+    }
+
+    /// The marginal over `columns` of the same model carried (its
+    /// log-potentials, no step) to the junction tree covering the measured
+    /// sets and `columns`, where one clique holds them: the tree the size
+    /// limit measures, so no larger than the limit when `columns` is a
+    /// candidate.
+    fn carried(&self, columns: &[usize]) -> Result<Vec<f64>> {
+        let mut sets = self.measured.to_vec();
+        sets.push(columns.to_vec());
+        let options = FitOptions {
+            iterations: 0,
+            total: Some(self.model.total()),
+        };
+        let tree = JunctionTree::covering(self.domain, &sets)?;
+        let start = self.model.factors();
+        fit_from(self.domain, tree, self.measurements, options, start)?.marginal(columns)
+    }
 }
 
 impl Synthesizer for Aim {
@@ -431,17 +428,17 @@ impl Synthesizer for Aim {
                 (1.0 - MEASURE_SHARE) * round_rho,
                 self.sensitivity * max_weight,
             )?;
+            let current = Current {
+                domain: &domain,
+                model: &model,
+                measured: &measured,
+                measurements: &measurements,
+            };
             let mut utilities = Vec::with_capacity(open.len());
             let bias = (2.0 / std::f64::consts::PI).sqrt() * sigma;
             for &i in &open {
                 let candidate = &candidates[i];
-                let estimate = estimate(
-                    &domain,
-                    &model,
-                    &measured,
-                    &measurements,
-                    &candidate.columns,
-                )?;
+                let estimate = current.estimate(&candidate.columns)?;
                 let error: f64 = candidate
                     .counts
                     .iter()
@@ -457,13 +454,7 @@ impl Synthesizer for Aim {
                 .concentrated()
                 .and(noise.concentrated(candidate.counts.len() as u64)?);
             cost = cost.and(round_cost);
-            let before = estimate(
-                &domain,
-                &model,
-                &measured,
-                &measurements,
-                &candidate.columns,
-            )?;
+            let before = current.estimate(&candidate.columns)?;
             measurements.push(self.measure(candidate, &noise, rng)?);
             if !measured.contains(&candidate.columns) {
                 measured.push(candidate.columns.clone());
@@ -742,15 +733,19 @@ mod tests {
             .map(|m| m.columns().to_vec())
             .collect();
         let model = release.model();
+        let current = Current {
+            domain: &domain,
+            model,
+            measured: &measured,
+            measurements: release.measurements(),
+        };
         let mut across = 0;
         for a in 0..sizes.len() {
             for b in a + 1..sizes.len() {
                 let columns = [b, a];
                 across += usize::from(model.tree().clique_holding(&columns).is_none());
                 let direct = model.marginal(&columns).unwrap();
-                let carried =
-                    carried_marginal(&domain, model, &measured, release.measurements(), &columns)
-                        .unwrap();
+                let carried = current.carried(&columns).unwrap();
                 for (x, y) in direct.iter().zip(&carried) {
                     assert!((x - y).abs() < 1e-9 * model.total(), "{columns:?}: {x} {y}");
                 }

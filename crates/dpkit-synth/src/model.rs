@@ -243,6 +243,13 @@ pub(crate) fn fit_from(
         measurements: model.factors.iter().map(|f| vec![0.0; f.len()]).collect(),
     };
     let mut loss = loss_and_gradient(&placed, &mu, Some(&mut gradient));
+    // The trial's gradient is computed with its loss: most steps are kept
+    // (α grows 1% a kept step and halves a refused one), and a kept step
+    // then needs no second pass over the measurements.
+    let mut trial_gradient = Gradient {
+        cliques: gradient.cliques.clone(),
+        measurements: gradient.measurements.clone(),
+    };
     let mut trial = model.potentials.clone();
     for _ in 0..options.iterations {
         for ((t, p), g) in trial
@@ -255,7 +262,7 @@ pub(crate) fn fit_from(
             }
         }
         let mu_trial = model.propagate(&trial);
-        let loss_trial = loss_and_gradient(&placed, &mu_trial, None);
+        let loss_trial = loss_and_gradient(&placed, &mu_trial, Some(&mut trial_gradient));
         let expected: f64 = gradient
             .cliques
             .iter()
@@ -275,7 +282,8 @@ pub(crate) fn fit_from(
                 }
             }
             mu = mu_trial;
-            loss = loss_and_gradient(&placed, &mu, Some(&mut gradient));
+            loss = loss_trial;
+            std::mem::swap(&mut gradient, &mut trial_gradient);
             alpha *= 1.01;
         } else {
             alpha *= 0.5;

@@ -141,8 +141,9 @@ impl Aim {
         self
     }
 
-    /// The number of rounds T that sizes the budget (default 16 per column):
-    /// each 1-way marginal and each round start at ρ/T. More rounds run
+    /// The number of rounds T that sizes the budget (default 16 per column,
+    /// at least the number of 1-way marginals): each 1-way marginal is
+    /// measured at 0.9ρ/T and the first round spends ρ/T. More rounds run
     /// when annealing is rare, fewer when it is frequent.
     pub fn with_rounds(mut self, rounds: usize) -> Self {
         self.rounds = Some(rounds);

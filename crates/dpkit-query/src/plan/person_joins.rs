@@ -10,9 +10,9 @@ use datafusion::logical_expr::{Expr, Join, LogicalPlan};
 use dpkit_core::sensitivity::{PersonJoin, rows_after_person_join};
 use dpkit_total::pair_work;
 
-use super::joins::{batches_after, both_sizes, keys, rebuilt};
+use super::joins::{batches_after, both_sizes, join_nodes, keys, rebuilt};
 use super::lineage::person_in;
-use super::reach::{Reach, Reads, Rewritten, Scope, nodes_of};
+use super::reach::{Reach, Reads, Rewritten, Scope};
 use super::{not_private, sql_error, unalias};
 use crate::error::Result;
 
@@ -59,13 +59,7 @@ pub(super) fn joined(
         return Err(sql_error("the join was not rebuilt as a join"));
     };
     let row = pair_work(built.schema.fields().len());
-    let nodes = nodes_of(
-        built
-            .on
-            .iter()
-            .flat_map(|(l, r)| [l, r])
-            .chain(&built.filter),
-    ) + 1;
+    let nodes = join_nodes(built);
     let batches = batches_after(l.batches.saturating_add(r.batches), rows_per_person, false);
     let probed = left.above(key_work.per_row(r.rows_per_person, filter_work, row), nodes)?;
     let built_side = right.above(key_work.per_row(0, 0, 0), 0)?;

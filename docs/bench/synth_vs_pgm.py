@@ -164,10 +164,11 @@ def rho_of(epsilon, delta):
     return low
 
 
-def pgm_mst(data, epsilon, delta, iterations):
+def pgm_mst(data, rho, iterations):
     """MST as mechanisms/mst.py (private-pgm 4d2b3c5) runs it, on mbi 2.0.0's
-    API; returns the synthetic Dataset, ρ, the tree and the seconds of each
-    phase. See the module's docstring."""
+    API, at ρ-zCDP (mst.py converts (ε, δ) first, as dpkit's example does
+    before its clock starts); returns the synthetic Dataset, the tree and the
+    seconds of each phase. See the module's docstring."""
     import numpy as np
     from scipy.cluster.hierarchy import DisjointSet
     from scipy.special import logsumexp
@@ -181,7 +182,6 @@ def pgm_mst(data, epsilon, delta, iterations):
         phases[name] = now - clock[0]
         clock[0] = now
 
-    rho = rho_of(epsilon, delta)
     sigma = np.sqrt(3 / (2 * rho))
     columns = list(data.domain.attributes)
 
@@ -235,7 +235,7 @@ def pgm_mst(data, epsilon, delta, iterations):
     phase("final fit")
     synthetic = model.synthetic_data().decompress(mapping)
     phase("sampling")
-    return synthetic, rho, tree, phases
+    return synthetic, tree, phases
 
 
 def pgm_main(args):
@@ -249,9 +249,10 @@ def pgm_main(args):
     sizes = json.loads((DATA / "adult-domain.json").read_text())
     columns = load_codes(DATA / "adult.csv", list(sizes))
     data = mbi.Dataset(columns, mbi.Domain(list(sizes), list(sizes.values())))
+    rho = rho_of(args.epsilon, args.delta)
     np.random.seed(args.seed)
     started = time.perf_counter()
-    synthetic, rho, tree, phases = pgm_mst(data, args.epsilon, args.delta, (args.select_iterations, args.iterations))
+    synthetic, tree, phases = pgm_mst(data, rho, (args.select_iterations, args.iterations))
     elapsed = time.perf_counter() - started
     out = synthetic.to_dict()
     table = np.column_stack([np.asarray(out[name]) for name in sizes])
@@ -302,7 +303,9 @@ def run_pgm(python, seed, args, out):
                "--out", str(out)]
     environment = dict(os.environ, JAX_PLATFORMS="cpu")
     started = time.perf_counter()
-    done = subprocess.run(command, check=True, capture_output=True, text=True, env=environment)
+    done = subprocess.run(command, capture_output=True, text=True, env=environment)
+    if done.returncode != 0:
+        sys.exit(f"Private-PGM, seed {seed}, failed:\n{done.stderr}")
     process = time.perf_counter() - started
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["process"] = process
@@ -385,12 +388,14 @@ def main():
             theirs.update(errors(truth, load_codes(pgm_csv, list(sizes)), sizes))
             if abs(theirs["rho"] - ours["rho"]) > 1e-6:
                 sys.exit(f"seed {seed}: ρ {theirs['rho']:.6f} (Private-PGM) against {ours['rho']:.6f} (dpkit)")
+            theirs["load"] = os.getloadavg()[0]
             rows.append((seed, ours, theirs))
             print(f"seed {seed}: dpkit {ours['seconds']:.2f} s ({ours['process']:.2f} s process),"
                   f" 2-way {ours['two_mean']:.4f}/{ours['two_max']:.4f}, 3-way {ours['three_mean']:.4f}/{ours['three_max']:.4f}"
                   f" (the example printed {ours['printed']}); Private-PGM {theirs['seconds']:.1f} s"
                   f" ({theirs['process']:.1f} s process), 2-way {theirs['two_mean']:.4f}/{theirs['two_max']:.4f},"
-                  f" 3-way {theirs['three_mean']:.4f}/{theirs['three_max']:.4f}, {theirs['rows']} rows; ρ {theirs['rho']:.6f}",
+                  f" 3-way {theirs['three_mean']:.4f}/{theirs['three_max']:.4f}, {theirs['rows']} rows; ρ {theirs['rho']:.6f};"
+                  f" load average {theirs['load']:.2f}",
                   flush=True)
             print("  Private-PGM phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in theirs["phases"].items()), flush=True)
             if args.aim:

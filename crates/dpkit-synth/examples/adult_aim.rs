@@ -6,7 +6,7 @@
 //! to 80 MB, as in the paper.
 //!
 //! ```text
-//! cargo run --release -p dpkit-synth --example adult_aim -- --epsilon 1 --delta 1e-9 --seed 0
+//! cargo run --release -p dpkit-synth --example adult_aim -- --epsilon 1 --delta 1e-9 --seed 0 [--out synth.csv]
 //! ```
 //!
 //! The seed keys a reproducible generator: this is an experiment on public
@@ -16,7 +16,7 @@ mod adult;
 
 use dpkit_synth::{Aim, Release};
 
-use adult::{adult, argument, report, setting, synthesize};
+use adult::{adult, argument, report, save, setting, synthesize};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let setting = setting()?;
@@ -53,5 +53,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         run.elapsed, run.fitted
     );
     report(&mut table, &mut run.synthetic);
-    Ok(())
+    save(&run.synthetic)
 }

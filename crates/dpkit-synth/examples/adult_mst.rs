@@ -5,7 +5,7 @@
 //! marginals with at most 10,000 cells.
 //!
 //! ```text
-//! cargo run --release -p dpkit-synth --example adult_mst -- --epsilon 1 --delta 1e-9 --seed 0
+//! cargo run --release -p dpkit-synth --example adult_mst -- --epsilon 1 --delta 1e-9 --seed 0 [--out synth.csv]
 //! ```
 //!
 //! The seed keys a reproducible generator: this is an experiment on public
@@ -15,7 +15,7 @@ mod adult;
 
 use dpkit_synth::{Mst, Release};
 
-use adult::{adult, argument, report, setting, synthesize};
+use adult::{adult, argument, report, save, setting, synthesize};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let setting = setting()?;
@@ -37,5 +37,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         run.elapsed, run.fitted
     );
     report(&mut table, &mut run.synthetic);
-    Ok(())
+    save(&run.synthetic)
 }

@@ -131,9 +131,43 @@ fn summary(errors: &[f64]) -> (f64, f64) {
     (mean, errors.iter().copied().fold(0.0, f64::max))
 }
 
+/// The folder of the pre-discretised Adult table of the repository.
+fn folder() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/adult-discretised")
+}
+
 /// The pre-discretised Adult table of the repository.
 pub fn adult() -> Result<Table, Failure> {
-    load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/adult-discretised"))
+    load(&folder())
+}
+
+/// Writes `synthetic` as a CSV of codes with Adult's header to the path
+/// after `--out`, if one is given (so that another program, such as
+/// docs/bench/synth_vs_pgm.py, can score it); the run's time is taken
+/// before this.
+pub fn save(synthetic: &Table) -> Result<(), Failure> {
+    let path = argument("--out", "");
+    if path.is_empty() {
+        return Ok(());
+    }
+    let csv = std::fs::read_to_string(folder().join("adult.csv"))?;
+    let header = csv.lines().next().ok_or("empty csv")?;
+    let width = synthetic.domain().width();
+    let mut text = String::with_capacity(synthetic.rows() * width * 3 + header.len() + 1);
+    text.push_str(header);
+    text.push('\n');
+    for row in 0..synthetic.rows() {
+        for column in 0..width {
+            if column > 0 {
+                text.push(',');
+            }
+            text.push_str(&synthetic.column(column)[row].to_string());
+        }
+        text.push('\n');
+    }
+    std::fs::write(&path, text)?;
+    println!("  synthetic rows written to {path}");
+    Ok(())
 }
 
 /// Prints the mean and max total-variation distance of `synthetic`

@@ -533,9 +533,21 @@ impl QueryEngine {
         rng: &mut R,
     ) -> Result<ReleasedTable> {
         let query = self.plan(sql)?;
+        self.answer_planned(&query, sql, settings, ledger, rng)
+    }
+
+    /// The planned `query` of `sql`, charged and run.
+    fn answer_planned<R: CryptoRng + ?Sized>(
+        &self,
+        query: &PrivateQuery,
+        sql: &str,
+        settings: &ReleaseSettings,
+        ledger: &Ledger,
+        rng: &mut R,
+    ) -> Result<ReleasedTable> {
         let noise = plan_noise(&query.measured, settings)?;
         let charge = ledger.charge(noise.charge(), sql)?;
-        self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng)
+        self.run_charged(query, &noise, settings.confidence, (ledger, charge), rng)
     }
 
     /// [`QueryEngine::answer`], released no earlier than its deadline,
@@ -555,12 +567,7 @@ impl QueryEngine {
     ) -> Result<ReleasedTable> {
         let started = std::time::Instant::now();
         let query = self.plan(sql)?;
-        let outcome = plan_noise(&query.measured, settings)
-            .map_err(QueryError::from)
-            .and_then(|noise| {
-                let charge = ledger.charge(noise.charge(), sql)?;
-                self.run_charged(&query, &noise, settings.confidence, (ledger, charge), rng)
-            });
+        let outcome = self.answer_planned(&query, sql, settings, ledger, rng);
         let release = deadlines
             .release_time(query.work(), self.description.public_rows)?
             .release_after(started.elapsed())?;

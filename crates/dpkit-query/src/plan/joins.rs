@@ -19,7 +19,7 @@ use datafusion::optimizer::{OptimizerContext, OptimizerRule};
 use dpkit_core::sensitivity::{PublicJoin, rows_after_public_join};
 use dpkit_total::{Sizes, Totaliser, Ty, check_work, pair_work};
 
-use super::reach::{Reach, Reads, Rewritten, Scope, merge_size, nodes_of};
+use super::reach::{Reach, Reads, Rewritten, Scope, merge_size, nodes_of, work_after};
 use super::{not_private, sql_error};
 use crate::error::Result;
 
@@ -100,16 +100,9 @@ pub(super) fn joined(
     let row = pair_work(built.schema.fields().len());
     let nodes = join_nodes(built);
     let batches = batches_after(reach.batches, rows_per_person, built.on.is_empty());
-    let pairs = Rewritten {
-        reads: Reads::Private(Reach {
-            batches: batches.max(reach.batches),
-            ..reach.clone()
-        }),
-        plan: private.plan.clone(),
-        sizes: Sizes::new(),
-        work: private.work,
-    };
-    let work = pairs.above(key_work.per_row(matches.max(1), filter_work, row), nodes)?;
+    let spread = (reach.rows_per_person, batches.max(reach.batches));
+    let per_row = key_work.per_row(matches.max(1), filter_work, row);
+    let work = work_after(private.work, spread, per_row, nodes)?;
     let mut joins = reach.joins.clone();
     joins.push(said(built, &public.plan, matches, kind));
     let tables = public_tables(&public.plan).join(", ");

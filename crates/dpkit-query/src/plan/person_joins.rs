@@ -12,7 +12,7 @@ use dpkit_total::pair_work;
 
 use super::joins::{batches_after, both_sizes, join_nodes, keys, rebuilt};
 use super::lineage::person_in;
-use super::reach::{Reach, Reads, Rewritten, Scope};
+use super::reach::{Reach, Reads, Rewritten, Scope, work_after};
 use super::{not_private, sql_error, unalias};
 use crate::error::Result;
 
@@ -64,9 +64,7 @@ pub(super) fn joined(
     let probed = left.above(key_work.per_row(r.rows_per_person, filter_work, row), nodes)?;
     let built_side = right.above(key_work.per_row(0, 0, 0), 0)?;
     // The pairs' filter and emission run on the batches the pairs come in.
-    let pairs = batches.saturating_mul(nodes.saturating_mul(dpkit_total::NODE_BATCH_WORK));
-    let work = probed.saturating_add(built_side).saturating_add(pairs);
-    dpkit_total::check_work(work)?;
+    let work = work_after(probed.saturating_add(built_side), (0, batches), 0, nodes)?;
     let mut joins = [l.joins.clone(), r.joins.clone()].concat();
     joins.push(said(&person, kind, rows_per_person));
     Ok(Rewritten {

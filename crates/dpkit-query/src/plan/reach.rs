@@ -81,18 +81,29 @@ impl Rewritten {
     /// evaluates an expression over a batch at once). Past the limit, a
     /// refusal.
     pub(super) fn above(&self, work: u64, nodes: u64) -> Result<u64> {
-        let (rows, batches) = match &self.reads {
+        let spread = match &self.reads {
             Reads::Private(reach) => (reach.rows_per_person, reach.batches),
             Reads::Public => (1, 1),
         };
-        let per_batch = nodes.saturating_mul(dpkit_total::NODE_BATCH_WORK);
-        let work = self
-            .work
-            .saturating_add(rows.saturating_mul(work))
-            .saturating_add(batches.saturating_mul(per_batch));
-        check_work(work)?;
-        Ok(work)
+        work_after(self.work, spread, work, nodes)
     }
+}
+
+/// `below` and a node of `nodes` operations costing `work` per row, run on
+/// one person's `rows` in at most `batches` batches (see
+/// [`Rewritten::above`]). Past the limit, a refusal.
+pub(super) fn work_after(
+    below: u64,
+    (rows, batches): (u64, u64),
+    work: u64,
+    nodes: u64,
+) -> Result<u64> {
+    let per_batch = nodes.saturating_mul(dpkit_total::NODE_BATCH_WORK);
+    let work = below
+        .saturating_add(rows.saturating_mul(work))
+        .saturating_add(batches.saturating_mul(per_batch));
+    check_work(work)?;
+    Ok(work)
 }
 
 /// The batches one person's rows reach a scan's operators in: the cap

@@ -11,6 +11,7 @@ mod check;
 mod lab;
 mod query;
 mod serve;
+mod synth;
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
@@ -74,6 +75,15 @@ enum Command {
     /// Serve private queries over HTTP to analysts with keys (the curator's
     /// server), or manage its analysts: `dpkit serve analyst add|list|revoke|rekey|budget`.
     Serve(serve::ServeArgs),
+    /// Write a private synthetic copy of a described table (CSV or
+    /// Parquet, the description's columns and types), charged once to the
+    /// analyst's ledger: its marginals are counted where the rows live and
+    /// measured with noise, a graphical model is fitted to them (MST), and
+    /// rows are drawn from it.
+    ///
+    /// Example: dpkit synth --description data/adult/adult.toml --epsilon 1
+    /// --without fnlwgt,native-country --out adult-synthetic.csv
+    Synth(synth::SynthArgs),
 }
 
 #[derive(Parser)]
@@ -342,6 +352,7 @@ where
         Command::Describe(args) => query::describe(args).map(|()| false),
         Command::Check(args) => check::run(args),
         Command::Serve(args) => serve::serve(args).map(|()| false),
+        Command::Synth(args) => synth::synth(args).map(|()| false),
     };
     match result {
         Ok(false) => 0,

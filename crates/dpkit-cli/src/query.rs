@@ -21,7 +21,7 @@ use crate::write_stdout;
 pub struct LedgerArgs {
     /// The data description (TOML) of the dataset.
     #[arg(long, value_name = "FILE")]
-    description: PathBuf,
+    pub(crate) description: PathBuf,
     /// Whose budget to charge; each analyst has a ledger per dataset.
     #[arg(long, default_value = "default")]
     analyst: String,
@@ -120,7 +120,11 @@ pub struct DescribeArgs {
 /// The analyst's ledger, created with the description's budget. With
 /// `grant`, its total is set to the description's; without, a total that
 /// differs (the description was edited) gets a note on standard error.
-fn open_ledger(args: &LedgerArgs, description: &Description, grant: bool) -> Result<Ledger> {
+pub(crate) fn open_ledger(
+    args: &LedgerArgs,
+    description: &Description,
+    grant: bool,
+) -> Result<Ledger> {
     let path = match &args.ledger {
         Some(path) => path.clone(),
         None => default_path(&args.description, &description.table, &args.analyst)
@@ -144,7 +148,7 @@ pub(crate) fn note(text: &str) {
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
-fn budget_line(state: &BudgetState) -> String {
+pub(crate) fn budget_line(state: &BudgetState) -> String {
     let past = match state.concentrated {
         Some(c) if state.past_plain_sums() => {
             format!(

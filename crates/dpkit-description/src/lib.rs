@@ -243,6 +243,10 @@ pub struct ColumnFacts {
     /// For text, the most characters a value keeps: longer values are cut
     /// when read (see [`ColumnFacts::max_length`]).
     pub max_length: Option<u32>,
+    /// For a bounded integer column, where a synthetic table's bins start
+    /// after the first (which starts at the lower bound): whole numbers,
+    /// increasing, above the lower bound and at most the upper one.
+    pub bins: Option<Vec<f64>>,
 }
 
 /// Text values keep at most this many characters unless the description
@@ -371,6 +375,7 @@ struct RawColumn {
     bounds: Option<Vec<f64>>,
     domain: Option<Vec<String>>,
     max_length: Option<i64>,
+    bins: Option<Vec<f64>>,
 }
 
 /// A description that is missing, malformed or inconsistent. Its message
@@ -974,12 +979,41 @@ fn column_facts(name: &str, column: RawColumn) -> Result<ColumnFacts> {
         .max_length
         .map(|length| max_length(name, kind, length))
         .transpose()?;
+    if let Some(bins) = &column.bins {
+        check_bins(name, kind, bounds, bins)?;
+    }
     Ok(ColumnFacts {
         bounds,
         domain: column.domain,
         kind,
         max_length,
+        bins: column.bins,
     })
+}
+
+/// Bins start at whole numbers, increasing, within the column's bounds
+/// (above the lower one, which starts the first bin).
+fn check_bins(
+    name: &str,
+    kind: ColumnKind,
+    bounds: Option<(f64, f64)>,
+    bins: &[f64],
+) -> Result<()> {
+    let Some((low, high)) = bounds.filter(|_| kind == ColumnKind::Integer) else {
+        return Err(invalid(format!(
+            "column '{name}': bins are for integer columns with bounds"
+        )));
+    };
+    let whole = bins.iter().all(|b| b.is_finite() && b.fract() == 0.0);
+    let increasing = bins.windows(2).all(|w| w[0] < w[1]);
+    let within = bins.iter().all(|&b| b > low && b <= high);
+    if !(whole && increasing && within && bins.len() < 4_096) {
+        return Err(invalid(format!(
+            "column '{name}': bins must be whole numbers where bins start after the first, \
+             increasing, above the lower bound and at most the upper one (fewer than 4096)"
+        )));
+    }
+    Ok(())
 }
 
 /// Bounds are exactly two finite numbers, low ≤ high, on a numeric column.

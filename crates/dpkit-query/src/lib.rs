@@ -36,6 +36,7 @@ pub mod plan;
 mod private_table;
 mod public_table;
 pub mod reuse;
+pub mod synth;
 pub mod timing;
 
 /// The data description (the crate `dpkit-description`), as this crate's

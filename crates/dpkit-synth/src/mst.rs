@@ -2,7 +2,8 @@
 //! spanning tree of pairs chosen privately, noisy 2-way marginals on it, a
 //! graphical model fitted to them, rows sampled from the model.
 
-use dpkit_core::accounting::ConcentratedLoss;
+use dpkit_core::accounting::concentrated::rho_within;
+use dpkit_core::accounting::{ConcentratedLoss, Cost, PrivacyLoss};
 use dpkit_core::mechanism::{ConcentratedDiscreteGaussian, ExponentialMechanism};
 use dpkit_core::sampling::uniform_below;
 use rand_core::CryptoRng;
@@ -152,6 +153,65 @@ impl Mst {
     /// With one column, the 1-way marginal gets all of ρ(1 − 10⁻⁹).
     pub fn cost(&self, domain: &Domain) -> Result<ConcentratedLoss> {
         Ok(self.plan(domain)?.cost)
+    }
+
+    /// MST on `domain` at nearly the largest ρ whose release, taken as one
+    /// whole, is (ε, δ)-DP, and what a ledger charges for it: that (ε, δ)
+    /// for plain sums and the loss in concentrated form. Known before any
+    /// data is read.
+    ///
+    /// # Privacy
+    /// ρ starts at [`rho_within`]`(ε, δ₀)` with δ₀ = δ(1 − r), the
+    /// conversion of the ideal mechanism, for the least room r of 10⁻⁹,
+    /// 10⁻⁶ and 10⁻³ that fits; [`Mst::cost`] adds the samplers'
+    /// spread and tail, and [`ConcentratedLoss::approximate`] turns the
+    /// whole into (ε′, δ′)-DP. ρ is lowered until (ε′, δ′) ≤ (ε, δ), and
+    /// the ledger's sums count (ε, δ), which bounds it.
+    ///
+    /// ```
+    /// use dpkit_synth::{Domain, Mst};
+    /// let domain = Domain::new(vec![9, 16, 7, 2]).unwrap();
+    /// let (mst, cost) = Mst::within(1.0, 1e-9, 1.0, &domain).unwrap();
+    /// assert_eq!((cost.loss.epsilon(), cost.loss.delta()), (1.0, 1e-9));
+    /// assert_eq!(cost.concentrated, Some(mst.cost(&domain).unwrap()));
+    /// ```
+    pub fn within(
+        epsilon: f64,
+        delta: f64,
+        sensitivity: f64,
+        domain: &Domain,
+    ) -> Result<(Self, Cost)> {
+        // The room left in δ for the samplers' spread and tail: the least
+        // of these that fits.
+        for room in [1e-9, 1e-6, 1e-3] {
+            let inner_delta = delta * (1.0 - room);
+            let mut rho = rho_within(epsilon, inner_delta)?;
+            for _ in 0..64 {
+                let mst = Self::new(rho, sensitivity)?;
+                let concentrated = mst.cost(domain)?;
+                let loss = concentrated.approximate(inner_delta)?;
+                if loss.epsilon() <= epsilon && loss.delta() <= delta {
+                    // The sums count the (ε, δ) asked for, which bounds it.
+                    let loss = PrivacyLoss::approximate(epsilon, delta)?;
+                    let concentrated = Some(concentrated);
+                    return Ok((mst, Cost { loss, concentrated }));
+                }
+                rho *= 1.0 - 1e-6;
+            }
+        }
+        Err(Error::InvalidParameter {
+            name: "epsilon",
+            reason: format!("no ρ fits (ε, δ) = ({epsilon}, {delta:e}) on this domain"),
+        })
+    }
+
+    /// The noise parameters σ of the 1-way and of the 2-way measurements
+    /// on `domain` (no 2-way ones with one column): each noisy cell errs
+    /// by about `√(2/π)·σ` on average.
+    pub fn sigmas(&self, domain: &Domain) -> Result<(f64, Option<f64>)> {
+        let plan = self.plan(domain)?;
+        let sigma = |noise: Option<ConcentratedDiscreteGaussian>| noise.map(|n| n.sigma());
+        Ok((sigma(plan.one_way).unwrap_or(0.0), sigma(plan.two_way)))
     }
 
     fn plan(&self, domain: &Domain) -> Result<Plan> {

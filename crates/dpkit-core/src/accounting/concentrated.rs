@@ -28,6 +28,7 @@
 //! the discrete Gaussian (see [`ConcentratedLoss`]): that is counted apart
 //! from ρ, so that the argument for the ideal mechanism stays the cited one.
 
+use super::PrivacyLoss;
 use crate::error::{Error, Result, require_positive};
 
 /// One release's loss in concentrated form: the ρ of the ideal mechanism,
@@ -191,6 +192,47 @@ impl ConcentratedLoss {
     /// released (thresholds' δ; 0 without thresholds).
     pub fn keys(&self) -> f64 {
         self.keys
+    }
+
+    /// The (ε, δ)-DP that a release of this loss gives on its own, with
+    /// `inner_delta` for the ideal mechanism's conversion: the filter's
+    /// argument ([`super::filter`]) for one release, `(ε₀ + 2η + κ′,
+    /// e^η·δ₀ + (1 + e^(ε₀+η))·τ + κ)` with ε₀ = [`epsilon_of`]`(ρ, δ₀)`,
+    /// η the spread, τ the tail, κ the keys and κ′ = κ/(1 − κ), each
+    /// rounded up. What a release charged as one whole (a synthetic table)
+    /// costs a budget kept in plain sums.
+    ///
+    /// ```
+    /// use dpkit_core::accounting::ConcentratedLoss;
+    /// use dpkit_core::accounting::concentrated::epsilon_of;
+    /// let ideal = ConcentratedLoss::from_parts(0.05, 0.0, 0.0).unwrap();
+    /// let plain = ideal.approximate(1e-9).unwrap();
+    /// assert_eq!((plain.epsilon(), plain.delta()), (epsilon_of(0.05, 1e-9).unwrap(), 1e-9));
+    /// let realised = ConcentratedLoss::from_parts(0.05, 1e-6, 1e-20).unwrap();
+    /// assert!(realised.approximate(1e-9).unwrap().epsilon() >= plain.epsilon() + 2e-6);
+    /// ```
+    pub fn approximate(&self, inner_delta: f64) -> Result<PrivacyLoss> {
+        let inner = epsilon_of(self.rho, inner_delta)?;
+        let keys_epsilon = match self.keys {
+            0.0 => 0.0,
+            keys => (keys / (1.0 - keys)).next_up(),
+        };
+        let epsilon = up(up(inner, (2.0 * self.spread).next_up()), keys_epsilon);
+        let tails = match self.tail {
+            0.0 => 0.0,
+            tail => (tail * (1.0 + (inner + self.spread).exp()).next_up()).next_up(),
+        };
+        if !tails.is_finite() {
+            return Err(Error::InvalidParameter {
+                name: "epsilon",
+                reason: format!("{inner} is too large to bound the samplers' tails at"),
+            });
+        }
+        let shifted = match self.spread {
+            0.0 => inner_delta,
+            spread => (spread.exp().next_up() * inner_delta).next_up(),
+        };
+        PrivacyLoss::approximate(epsilon, up(up(shifted, tails), self.keys))
     }
 }
 

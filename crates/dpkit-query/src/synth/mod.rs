@@ -1,0 +1,323 @@
+//! Private synthetic tables (`dpkit synth`): a description's table coded
+//! over public domains ([`coding`]), its marginals counted by the private
+//! plan where the rows live ([`marginals`]), MST from `dpkit-synth` run on
+//! them under one charge to the ledger, and the rows it samples written
+//! with the description's types ([`output`]).
+//!
+//! The privacy argument is the mechanism's (`dpkit_synth::Mst`, its
+//! `# Privacy` sections and [`dpkit_synth::Mst::within`]), for marginals
+//! that one person moves by at most the L1 sensitivity the plan of a count
+//! gives ([`EngineMarginals::sensitivity`]). Everything before the charge
+//! reads the description alone; everything after the model is
+//! post-processing of noisy counts.
+
+pub mod coding;
+pub mod marginals;
+pub mod output;
+
+use datafusion::arrow::record_batch::RecordBatch;
+use dpkit_core::accounting::Cost;
+use dpkit_ledger::Ledger;
+use dpkit_synth::{Domain, Marginals, Mst, Release, Sampling, Synthesizer};
+use rand_core::CryptoRng;
+
+pub use coding::{CodedTable, Coding, Columns, DEFAULT_BINS};
+pub use marginals::{EngineMarginals, Plans};
+
+use crate::QueryEngine;
+use crate::error::{QueryError, Result};
+
+/// The most rows a synthetic table may have.
+pub const MAX_ROWS: usize = 100_000_000;
+
+/// A synthetic table planned from public facts alone: its columns, the
+/// mechanism and what it will cost. Nothing is read or spent yet.
+pub struct Planned {
+    /// The table's columns and their codes.
+    pub table: CodedTable,
+    /// The codes' public domain.
+    pub domain: Domain,
+    /// How far one person moves any marginal (L1).
+    pub sensitivity: f64,
+    /// The plans of every marginal MST may count.
+    pub plans: Plans,
+    /// The mechanism.
+    pub mst: Mst,
+    /// What the ledger is charged.
+    pub cost: Cost,
+}
+
+/// A synthetic table and what it released on the way.
+pub struct Synthesized {
+    /// The rows, with the description's column types.
+    pub rows: RecordBatch,
+    /// The same rows as codes.
+    pub codes: dpkit_synth::Table,
+    /// The pairs of columns MST measured, by name, in the order chosen.
+    pub pairs: Vec<(String, String)>,
+    /// The synthetic 1-way marginals against the noisy ones (free).
+    pub one_way: Fit,
+}
+
+/// Total-variation distances between marginals, over `marginals` of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    /// The mean distance.
+    pub mean: f64,
+    /// The largest distance.
+    pub max: f64,
+    /// How many marginals were compared.
+    pub marginals: usize,
+}
+
+/// Plans a synthetic copy of the table `columns` chooses, at (ε, δ) as one
+/// release: the columns' codes, the marginals' sensitivity from the
+/// private plan, MST at the largest ρ that fits. Reads no rows.
+pub fn plan(
+    engine: &QueryEngine,
+    columns: &Columns,
+    (epsilon, delta): (f64, f64),
+) -> Result<Planned> {
+    if !(delta > 0.0 && delta < 1.0) {
+        return Err(QueryError::NotPrivate(
+            "a synthetic table is measured with Gaussian noise, which needs δ > 0 \
+             (for example --delta 1e-9)"
+                .into(),
+        ));
+    }
+    let table = CodedTable::from_description(engine.description(), columns)?;
+    let domain = table.domain()?;
+    // MST counts every column and every pair: all planned now, for free.
+    let width = table.columns.len();
+    let mut sets = subsets(width, 1);
+    sets.extend(subsets(width, 2));
+    let plans = Plans::new(engine, &table, &sets)?;
+    let sensitivity = plans.sensitivity();
+    let (mst, cost) = Mst::within(epsilon, delta, sensitivity, &domain)
+        .map_err(|e| QueryError::NotPrivate(e.to_string()))?;
+    Ok(Planned {
+        table,
+        domain,
+        sensitivity,
+        plans,
+        mst,
+        cost,
+    })
+}
+
+impl Planned {
+    /// Charges the ledger, counts the marginals, runs MST and samples
+    /// `rows` rows (default: as many as the model estimates). The charge is
+    /// given back only when the data could not be read at all; a failure
+    /// that may depend on the data keeps it.
+    pub fn run<R: CryptoRng + ?Sized>(
+        &self,
+        engine: &QueryEngine,
+        ledger: &Ledger,
+        rows: Option<usize>,
+        rng: &mut R,
+    ) -> Result<Synthesized> {
+        if rows.is_some_and(|n| n == 0 || n > MAX_ROWS) {
+            return Err(QueryError::NotPrivate(format!(
+                "--rows must lie in 1..={MAX_ROWS}"
+            )));
+        }
+        let label = format!(
+            "SYNTH MST {} ({})",
+            self.table.table,
+            self.names().join(", ")
+        );
+        let charge = ledger.charge(self.cost, &label)?;
+        let mut marginals = EngineMarginals::new(engine, &self.table, &self.plans)?;
+        let release = match self.mst.run_with_rng(&mut marginals, rng) {
+            Ok(release) => release,
+            Err(error) => {
+                let failure = marginals.take_failure();
+                if let Some(QueryError::Unreadable(why)) = failure {
+                    ledger.refund(charge)?;
+                    return Err(QueryError::Unreadable(why));
+                }
+                return Err(failure.unwrap_or_else(|| {
+                    QueryError::FailedWhileRunning(format!("the synthesizer failed: {error}"))
+                }));
+            }
+        };
+        self.sample(&release, rows, rng)
+    }
+
+    /// Rows drawn from the released model: post-processing.
+    fn sample<R: CryptoRng + ?Sized>(
+        &self,
+        release: &dpkit_synth::MstRelease,
+        rows: Option<usize>,
+        rng: &mut R,
+    ) -> Result<Synthesized> {
+        let failed = |e: dpkit_synth::Error| QueryError::FailedWhileRunning(e.to_string());
+        let n = rows.unwrap_or_else(|| release.estimated_rows().clamp(1, MAX_ROWS));
+        let mut codes = release
+            .sample_with_rng(n, Sampling::Round, rng)
+            .map_err(failed)?;
+        let names = self.names();
+        let pairs = release
+            .pairs()
+            .iter()
+            .map(|&(a, b)| (names[a].clone(), names[b].clone()))
+            .collect();
+        let mut distances = Vec::new();
+        for (column, noisy) in release.noisy_one_way().iter().enumerate() {
+            let synthetic = codes.counts(&[column]).map_err(failed)?;
+            distances.push(distance(noisy, &synthetic));
+        }
+        let rows = output::decode(&self.table, &codes, rng)?;
+        Ok(Synthesized {
+            rows,
+            codes,
+            pairs,
+            one_way: Fit::of(&distances),
+        })
+    }
+
+    /// The cost as people read it: ε and δ rounded up to four decimals
+    /// and four significant digits.
+    pub fn cost_text(&self) -> String {
+        let epsilon = (self.cost.loss.epsilon() * 1e4).ceil() / 1e4;
+        let delta = self.cost.loss.delta();
+        let scale = 10f64.powi(3 - delta.log10().floor() as i32);
+        // A δ such as 10⁻⁹ times 10¹² is a hair above 1000 in binary.
+        let steps = delta * scale;
+        let steps = if (steps - steps.round()).abs() < 1e-6 {
+            steps.round()
+        } else {
+            steps.ceil()
+        };
+        format!("ε = {epsilon}, δ = {:e}", steps / scale)
+    }
+
+    /// The columns' names.
+    pub fn names(&self) -> Vec<String> {
+        self.table.columns.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// What `dpkit synth --explain` prints: the columns and their codes,
+    /// the cost, the noise on each marginal and its expected error.
+    pub fn explain(&self) -> Result<String> {
+        let mut text = format!(
+            "Synthetic table from {} by MST (McKenna, Miklau & Sheldon 2021), {} columns, \
+             each coded over a public domain (the last code is missing: no value, or one \
+             outside the domain):\n",
+            self.table.table,
+            self.table.columns.len()
+        );
+        for (name, coding) in &self.table.columns {
+            let codes = match coding {
+                Coding::Text(values) => format!("text, {} declared values", values.len()),
+                Coding::Integer { low, high, width } => format!(
+                    "integer, {} bins of {width} in [{low}, {high}]",
+                    coding.codes() - 1
+                ),
+                Coding::Declared { starts, high } => format!(
+                    "integer, {} declared bins in [{}, {high}]",
+                    starts.len(),
+                    starts[0]
+                ),
+            };
+            text.push_str(&format!("  {name:<24} {codes}\n"));
+        }
+        let (one, two) = self
+            .mst
+            .sigmas(&self.domain)
+            .map_err(|e| QueryError::NotPrivate(e.to_string()))?;
+        let error = |sigma: f64| sigma * (2.0 / std::f64::consts::PI).sqrt();
+        let r = self.table.columns.len();
+        text.push_str(&format!(
+            "\nMeasured (discrete Gaussian noise, one person moving any marginal by at most \
+             {} in L1):\n  {r} one-way marginals, σ = {:.4}: E|error| {:.4} per cell\n",
+            self.sensitivity,
+            one,
+            error(one)
+        ));
+        if let Some(two) = two {
+            text.push_str(&format!(
+                "  {} two-way marginals, the pairs of a spanning tree chosen one by one by the \
+                 exponential mechanism, σ = {two:.4}: E|error| {:.4} per cell (rare values \
+                 merged first)\n",
+                r - 1,
+                error(two)
+            ));
+        }
+        let rho = self.cost.concentrated.map_or(0.0, |c| c.rho());
+        text.push_str(&format!(
+            "\nCost, charged once before any row is read: {} (ρ = {rho:.6} in concentrated \
+             form).\n",
+            self.cost_text()
+        ));
+        Ok(text)
+    }
+}
+
+impl Fit {
+    fn of(distances: &[f64]) -> Self {
+        let marginals = distances.len();
+        Self {
+            mean: distances.iter().sum::<f64>() / marginals.max(1) as f64,
+            max: distances.iter().copied().fold(0.0, f64::max),
+            marginals,
+        }
+    }
+}
+
+/// Total-variation distance between two marginals, each normalised
+/// (negative noisy counts as 0).
+fn distance(a: &[f64], b: &[u64]) -> f64 {
+    let a_total: f64 = a.iter().map(|x| x.max(0.0)).sum();
+    let b_total: f64 = b.iter().map(|&x| x as f64).sum();
+    if a_total <= 0.0 || b_total <= 0.0 {
+        return 1.0;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(x, &y)| (x.max(0.0) / a_total - y as f64 / b_total).abs())
+        .sum::<f64>()
+        / 2.0
+}
+
+/// For the curator only, never through the service: the synthetic table's
+/// `way`-way marginals (every set of `way` columns) against the true ones,
+/// counted exactly. A release of the data without noise: the command line
+/// prints it to the curator who holds the data.
+pub fn true_fit(
+    engine: &QueryEngine,
+    planned: &Planned,
+    synthetic: &Synthesized,
+    way: usize,
+) -> Result<Fit> {
+    let mut truth = EngineMarginals::new(engine, &planned.table, &planned.plans)?;
+    let mut codes = synthetic.codes.clone();
+    let mut distances = Vec::new();
+    for columns in subsets(planned.table.columns.len(), way) {
+        let failed = |e: dpkit_synth::Error| QueryError::FailedWhileRunning(e.to_string());
+        let exact: Vec<f64> = match truth.counts(&columns) {
+            Ok(counts) => counts.into_iter().map(|c| c as f64).collect(),
+            Err(e) => return Err(truth.take_failure().unwrap_or_else(|| failed(e))),
+        };
+        let synthetic = codes.counts(&columns).map_err(failed)?;
+        distances.push(distance(&exact, &synthetic));
+    }
+    Ok(Fit::of(&distances))
+}
+
+/// Every set of `k` of `n` columns, in order.
+fn subsets(n: usize, k: usize) -> Vec<Vec<usize>> {
+    if k == 0 {
+        return vec![Vec::new()];
+    }
+    if k > n {
+        return Vec::new();
+    }
+    let mut out = subsets(n - 1, k);
+    for mut set in subsets(n - 1, k - 1) {
+        set.push(n - 1);
+        out.push(set);
+    }
+    out
+}

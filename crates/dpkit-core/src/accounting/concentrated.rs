@@ -217,7 +217,11 @@ impl ConcentratedLoss {
             0.0 => 0.0,
             keys => (keys / (1.0 - keys)).next_up(),
         };
-        let epsilon = up(up(inner, (2.0 * self.spread).next_up()), keys_epsilon);
+        let spreads = match self.spread {
+            0.0 => 0.0,
+            spread => (2.0 * spread).next_up(),
+        };
+        let epsilon = up(up(inner, spreads), keys_epsilon);
         let tails = match self.tail {
             0.0 => 0.0,
             tail => (tail * (1.0 + (inner + self.spread).exp()).next_up()).next_up(),

@@ -650,6 +650,21 @@ fn clinic_joins_land_at(place: &Place<'_>) {
     let engine = place.open_tables("clinic", (&tables, &public), &clinic::clinic_text());
     clinic::private_joins_land(&engine);
     clinic::public_joins_land(&engine);
+    // The marginals of a synthetic table, counted where the rows live, are
+    // the embedded engine's, at the caps' sensitivity.
+    let embedded =
+        Place::Embedded.open_tables("clinic", (&tables, &public), &clinic::clinic_text());
+    for (table, cap) in [("people", 1.0), ("visits", 12.0)] {
+        let (counted, sensitivity) = clinic::synth_marginals(&engine, table);
+        assert_eq!(sensitivity, cap, "{}", place.name());
+        assert_eq!(
+            counted,
+            clinic::synth_marginals(&embedded, table).0,
+            "{}",
+            place.name()
+        );
+        assert!(counted.iter().all(|m| m.iter().sum::<u64>() > 0));
+    }
     if !matches!(place, Place::Embedded) {
         // One statement reads both tables where they live, and is sent the
         // public table's rows.

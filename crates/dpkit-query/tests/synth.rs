@@ -4,13 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use dpkit_query::synth::{CodedTable, Columns, EngineMarginals, Plans};
-use dpkit_query::{Description, QueryEngine};
-use dpkit_synth::Marginals;
+#[path = "support/clinic.rs"]
+mod clinic;
+#[path = "support/fixture.rs"]
+mod fixture;
 
-fn clinic() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/clinic")
-}
+use dpkit_query::{Description, QueryEngine};
 
 /// The clinic in a folder of its own, with one more person holding
 /// `visits` visits (none: the neighbour without them).
@@ -18,11 +17,11 @@ fn clinic_with(name: &str, visits: usize) -> PathBuf {
     let folder = std::env::temp_dir().join(format!("dpkit-synth-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&folder).unwrap();
     for file in ["departments.csv", "people.csv", "visits.csv"] {
-        std::fs::copy(clinic().join(file), folder.join(file)).unwrap();
+        std::fs::copy(clinic::clinic_folder().join(file), folder.join(file)).unwrap();
     }
     // The rows a cap keeps in a fixed order, so that the two neighbours'
     // counts differ only by the person (the default draws them afresh).
-    let text = std::fs::read_to_string(clinic().join("clinic.toml")).unwrap();
+    let text = std::fs::read_to_string(clinic::clinic_folder().join("clinic.toml")).unwrap();
     let ordered = text.replacen(
         "[privacy_unit]\n",
         "[privacy_unit]\nkeep = \"ordered\"\n",
@@ -47,23 +46,7 @@ fn clinic_with(name: &str, visits: usize) -> PathBuf {
 /// the sensitivity their plans give.
 fn marginals(folder: &Path, table: &str) -> (Vec<Vec<u64>>, f64) {
     let description = Description::load(&folder.join("clinic.toml")).unwrap();
-    let engine = QueryEngine::open(description).unwrap();
-    let columns = Columns {
-        table: Some(table.into()),
-        ..Columns::default()
-    };
-    let coded = CodedTable::from_description(engine.description(), &columns).unwrap();
-    let width = coded.columns.len();
-    let mut sets: Vec<Vec<usize>> = (0..width).map(|c| vec![c]).collect();
-    for a in 0..width {
-        for b in a + 1..width {
-            sets.push(vec![a, b]);
-        }
-    }
-    let plans = Plans::new(&engine, &coded, &sets).unwrap();
-    let mut counted = EngineMarginals::new(&engine, &coded, &plans).unwrap();
-    let counts = sets.iter().map(|s| counted.counts(s).unwrap()).collect();
-    (counts, plans.sensitivity())
+    clinic::synth_marginals(&QueryEngine::open(description).unwrap(), table)
 }
 
 fn l1(a: &[u64], b: &[u64]) -> u64 {

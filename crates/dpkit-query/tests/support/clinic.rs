@@ -185,3 +185,27 @@ pub fn private_joins_land(engine: &QueryEngine) {
         &[0.5],
     );
 }
+
+/// Every 1- and 2-way marginal `dpkit synth` counts of `table` on
+/// `engine`, in order (each column, then each pair), and the L1
+/// sensitivity their plans give.
+pub fn synth_marginals(engine: &QueryEngine, table: &str) -> (Vec<Vec<u64>>, f64) {
+    use dpkit_query::synth::{CodedTable, Columns, EngineMarginals, Plans};
+    use dpkit_synth::Marginals;
+    let columns = Columns {
+        table: Some(table.into()),
+        ..Columns::default()
+    };
+    let coded = CodedTable::from_description(engine.description(), &columns).unwrap();
+    let width = coded.columns.len();
+    let mut sets: Vec<Vec<usize>> = (0..width).map(|c| vec![c]).collect();
+    for a in 0..width {
+        for b in a + 1..width {
+            sets.push(vec![a, b]);
+        }
+    }
+    let plans = Plans::new(engine, &coded, &sets).unwrap();
+    let mut counted = EngineMarginals::new(engine, &coded, &plans).unwrap();
+    let counts = sets.iter().map(|s| counted.counts(s).unwrap()).collect();
+    (counts, plans.sensitivity())
+}

@@ -3,7 +3,7 @@
 //! gets most wrong, measure it and refit, with a budget that grows when a
 //! measurement stops paying, until ρ is spent.
 
-use dpkit_core::accounting::ConcentratedLoss;
+use dpkit_core::accounting::{ConcentratedLoss, Cost};
 use dpkit_core::mechanism::ConcentratedDiscreteGaussian;
 use rand_core::CryptoRng;
 
@@ -24,6 +24,16 @@ const BYTES_PER_CELL: f64 = 8.0;
 const BYTES_PER_MB: f64 = 1_048_576.0;
 /// The most columns of one workload set (its subsets are all candidates).
 const MAX_SET_WIDTH: usize = 16;
+
+/// The most spread (`|ln(realised/ideal)|` within the windows) the
+/// measurements of one AIM run may add up to: a round that could pass it
+/// is not run. A draw spreads by 10⁻¹¹ to 10⁻⁹ (twice the sampler's bound,
+/// measured for σ from 0.5 to 10⁶), so this allows 10⁵ draws or more; it
+/// costs at most 2·10⁻⁴ of ε. Known before the data is read, so the run's whole loss is
+/// ([`Aim::cost_bound`]).
+pub const MAX_SPREAD: f64 = 1e-4;
+/// The most tail (the chance of a draw outside its window) they may add up to.
+pub const MAX_TAIL: f64 = 1e-200;
 
 /// AIM at a zCDP budget ρ.
 ///
@@ -53,6 +63,8 @@ pub struct Aim {
     rounds: Option<usize>,
     iterations: usize,
     final_iterations: usize,
+    /// The spread and tail bounds: [`MAX_SPREAD`] and [`MAX_TAIL`] but in tests.
+    samplers: (f64, f64),
 }
 
 /// One round of AIM: what it measured, at what noise, under what limit.
@@ -121,7 +133,61 @@ impl Aim {
             rounds: None,
             iterations: 1_000,
             final_iterations: 1_000,
+            samplers: (MAX_SPREAD, MAX_TAIL),
         })
+    }
+
+    /// The loss of any run, known before any data is read: ρ, and the
+    /// spread and tail bounds ([`MAX_SPREAD`], [`MAX_TAIL`]) that no run
+    /// passes (the rounds stop before a measurement could).
+    pub fn cost_bound(&self) -> Result<ConcentratedLoss> {
+        let (spread, tail) = self.samplers;
+        Ok(ConcentratedLoss::from_parts(self.rho, spread, tail)?)
+    }
+
+    /// AIM at nearly the largest ρ whose run, as one whole, is (ε, δ)-DP
+    /// whatever rounds it runs ([`Aim::cost_bound`]), and what a ledger
+    /// charges for it, as [`crate::Mst::within`] gives them; `configure`
+    /// sets the rest (the workload, the model size) at each ρ tried.
+    ///
+    /// ```
+    /// use dpkit_synth::Aim;
+    /// let (aim, cost) = Aim::within(1.0, 1e-9, 1.0, |aim| aim).unwrap();
+    /// assert_eq!((cost.loss.epsilon(), cost.loss.delta()), (1.0, 1e-9));
+    /// assert_eq!(cost.concentrated, Some(aim.cost_bound().unwrap()));
+    /// ```
+    pub fn within(
+        epsilon: f64,
+        delta: f64,
+        sensitivity: f64,
+        configure: impl Fn(Self) -> Self,
+    ) -> Result<(Self, Cost)> {
+        crate::measure::within(epsilon, delta, |rho| {
+            let aim = configure(Self::new(rho, sensitivity)?);
+            let cost = aim.cost_bound()?;
+            Ok((aim, cost))
+        })
+    }
+
+    /// Whether `cost`'s spread and tail are within the run's bounds.
+    fn within_samplers(&self, cost: ConcentratedLoss) -> bool {
+        cost.spread() <= self.samplers.0 && cost.tail() <= self.samplers.1
+    }
+
+    /// Test-only: other bounds on the spread and the tail.
+    #[cfg(test)]
+    fn with_samplers(mut self, spread: f64, tail: f64) -> Self {
+        self.samplers = (spread, tail);
+        self
+    }
+
+    /// The noise parameter σ of the 1-way measurements on `domain` (the
+    /// rounds' σ start there too, and shrink as they anneal).
+    pub fn one_way_sigma_on(&self, domain: &Domain) -> Result<f64> {
+        let one_way = self.candidates(domain)?.iter().filter(|(c, _)| c.len() == 1).count();
+        let rounds = self.rounds_for(domain, one_way)?;
+        let rho = self.rho * (1.0 - SPLIT_ROOM) / rounds as f64;
+        Ok(ConcentratedDiscreteGaussian::new(MEASURE_SHARE * rho, self.sensitivity)?.sigma())
     }
 
     /// An explicit workload: sets of columns, each with a weight (> 0).
@@ -337,6 +403,13 @@ impl Synthesizer for Aim {
     ///      Which candidates are offered (the model-size limit) depends
     ///      only on the earlier choices;
     ///    * the chosen marginal gets discrete Gaussian noise at `0.9ρₜ`.
+    /// *  the samplers' spread and tail (how far the realised discrete
+    ///    Gaussians are from the ideal ones, [`ConcentratedLoss`]) add up
+    ///    within [`MAX_SPREAD`] and [`MAX_TAIL`]: a round that could pass
+    ///    them with its largest open candidate is not run, a choice made
+    ///    from earlier outputs and public sizes, as the filter of the
+    ///    ledger's concentrated accountant makes it. So every run's loss is
+    ///    within [`Aim::cost_bound`], fixed before any data is read.
     /// 3. ρₜ is chosen from earlier outputs only: it starts at `ρ′/T`; it
     ///    is multiplied by 4 (σ halved, ε doubled) after a round whose
     ///    measurement moved the model's marginal by less than the noise's
@@ -388,6 +461,12 @@ impl Synthesizer for Aim {
             cost = cost.and(first.concentrated(candidate.counts.len() as u64)?);
             measurements.push(self.measure(candidate, &first, rng)?);
         }
+        if !self.within_samplers(cost) {
+            return Err(Error::InvalidParameter {
+                name: "domain",
+                reason: "the 1-way measurements alone pass the samplers' spread bound".into(),
+            });
+        }
         let mut measured: Vec<Vec<usize>> = one_way.iter().map(|&c| vec![c]).collect();
         let mut model = self.refit(&domain, &measured, &measurements, None, self.iterations)?;
 
@@ -429,6 +508,14 @@ impl Synthesizer for Aim {
                 (1.0 - MEASURE_SHARE) * round_rho,
                 self.sensitivity * max_weight,
             )?;
+            // The samplers' spread and tail stay within their bounds for
+            // any open candidate, or the rounds end here: a choice made
+            // from public sizes and earlier outputs only.
+            let most_cells = open.iter().map(|&i| candidates[i].counts.len()).max();
+            let worst = noise.concentrated(most_cells.unwrap_or(1) as u64)?;
+            if !self.within_samplers(cost.and(selection.concentrated()).and(worst)) {
+                break;
+            }
             let current = Current {
                 domain: &domain,
                 model: &model,
@@ -564,6 +651,30 @@ mod tests {
     /// `Δ²/(2σ²)`, the loss of Gaussian noise of σ.
     fn gaussian_rho(delta: f64, sigma: f64) -> f64 {
         delta * delta / (2.0 * sigma * sigma)
+    }
+
+    #[test]
+    fn every_run_stays_within_the_loss_charged_before_it() {
+        // The default bounds hold a run of many rounds.
+        let sizes = [3, 4, 5, 2, 6];
+        let aim = Aim::new(1.0, 1.0).unwrap().with_iterations(5, 0);
+        let bound = aim.cost_bound().unwrap();
+        let (_, release, _) = run_on_chain(aim.clone(), &sizes, 5_000, 5);
+        let cost = release.cost();
+        assert!(cost.rho() <= bound.rho() && cost.tail() <= bound.tail());
+        assert!(cost.spread() > 0.0 && cost.spread() <= bound.spread());
+        assert!(release.rounds().len() >= 2);
+        // A spread bound that the 1-way measurements fill but for half a
+        // round: the rounds stop before one could pass it (and without the
+        // check, they would run and pass it).
+        let rounds: Vec<f64> = release.rounds().iter().map(|r| r.cost.spread()).collect();
+        let one_way = cost.spread() - rounds.iter().sum::<f64>();
+        let least = rounds.iter().copied().fold(f64::INFINITY, f64::min);
+        let tight = aim.with_samplers(one_way + least / 2.0, MAX_TAIL);
+        let bound = tight.cost_bound().unwrap();
+        let (_, release, _) = run_on_chain(tight, &sizes, 5_000, 5);
+        assert!(release.cost().spread() <= bound.spread(), "{:?}", release.cost());
+        assert!(release.rounds().is_empty());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! What MST and AIM share to measure marginals: exact counts checked,
 //! discrete Gaussian noise added, the budget's rounding room.
 
+use dpkit_core::accounting::concentrated::rho_within;
+use dpkit_core::accounting::{ConcentratedLoss, Cost, PrivacyLoss};
 use dpkit_core::mechanism::{ConcentratedDiscreteGaussian, ExponentialMechanism};
 use rand_core::CryptoRng;
 
@@ -71,4 +73,62 @@ pub(crate) fn selection_within(rho: f64, utility_sensitivity: f64) -> Result<Exp
         name: "rho",
         reason: format!("no ε has ε²/8 within ρ = {rho:e}"),
     })
+}
+
+/// A mechanism made by `make` at nearly the largest ρ whose whole loss
+/// (`make` gives it with the mechanism) is (ε, δ)-DP, and what a ledger
+/// charges for it: (ε, δ) for plain sums, which bounds that loss, and the
+/// loss in concentrated form.
+///
+/// ρ is at most `rho_within(ε, δ₀)` with δ₀ = δ(1 − r), the conversion of
+/// the ideal mechanism, for the least room r of 10⁻⁹, 10⁻⁶ and 10⁻³ that
+/// fits; [`ConcentratedLoss::approximate`] turns the whole loss (the
+/// samplers' spread and tail included) into (ε′, δ′)-DP, and a bisection
+/// keeps the largest ρ it tried whose (ε′, δ′) ≤ (ε, δ).
+pub(crate) fn within<S>(
+    epsilon: f64,
+    delta: f64,
+    make: impl Fn(f64) -> Result<(S, ConcentratedLoss)>,
+) -> Result<(S, Cost)> {
+    for room in [1e-9, 1e-6, 1e-3] {
+        let inner_delta = delta * (1.0 - room);
+        let fits = |rho: f64| -> Result<Option<(S, ConcentratedLoss)>> {
+            let (mechanism, concentrated) = make(rho)?;
+            let loss = concentrated.approximate(inner_delta)?;
+            let fits = loss.epsilon() <= epsilon && loss.delta() <= delta;
+            Ok(fits.then_some((mechanism, concentrated)))
+        };
+        let mut high = rho_within(epsilon, inner_delta)?;
+        let mut best = fits(high)?;
+        let mut low = 0.0;
+        for _ in 0..60 {
+            if best.is_some() && best_is(high, low) {
+                break;
+            }
+            let middle = (low + high) / 2.0;
+            // A ρ too small for a mechanism to be made does not fit either.
+            match fits(middle).unwrap_or(None) {
+                Some(found) => {
+                    low = middle;
+                    best = Some(found);
+                }
+                None => high = middle,
+            }
+        }
+        if let Some((mechanism, concentrated)) = best {
+            let loss = PrivacyLoss::approximate(epsilon, delta)?;
+            let concentrated = Some(concentrated);
+            return Ok((mechanism, Cost { loss, concentrated }));
+        }
+    }
+    Err(Error::InvalidParameter {
+        name: "epsilon",
+        reason: format!("no ρ fits (ε, δ) = ({epsilon}, {delta:e}) on this domain"),
+    })
+}
+
+/// Whether the bisection is done: the first try fitted (`low` is 0), or
+/// the fitting `low` is within 10⁻⁹ of `high`.
+fn best_is(high: f64, low: f64) -> bool {
+    low == 0.0 || high - low <= 1e-9 * high
 }

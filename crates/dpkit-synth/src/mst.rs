@@ -2,8 +2,7 @@
 //! spanning tree of pairs chosen privately, noisy 2-way marginals on it, a
 //! graphical model fitted to them, rows sampled from the model.
 
-use dpkit_core::accounting::concentrated::rho_within;
-use dpkit_core::accounting::{ConcentratedLoss, Cost, PrivacyLoss};
+use dpkit_core::accounting::{ConcentratedLoss, Cost};
 use dpkit_core::mechanism::{ConcentratedDiscreteGaussian, ExponentialMechanism};
 use dpkit_core::sampling::uniform_below;
 use rand_core::CryptoRng;
@@ -161,12 +160,12 @@ impl Mst {
     /// data is read.
     ///
     /// # Privacy
-    /// ρ starts at [`rho_within`]`(ε, δ₀)` with δ₀ = δ(1 − r), the
-    /// conversion of the ideal mechanism, for the least room r of 10⁻⁹,
-    /// 10⁻⁶ and 10⁻³ that fits; [`Mst::cost`] adds the samplers'
-    /// spread and tail, and [`ConcentratedLoss::approximate`] turns the
-    /// whole into (ε′, δ′)-DP. ρ is lowered until (ε′, δ′) ≤ (ε, δ), and
-    /// the ledger's sums count (ε, δ), which bounds it.
+    /// ρ starts at `rho_within(ε, δ₀)` with δ₀ = δ(1 − r), the conversion
+    /// of the ideal mechanism, for the least room r of 10⁻⁹, 10⁻⁶ and 10⁻³
+    /// that fits; [`Mst::cost`] adds the samplers' spread and tail, and
+    /// [`ConcentratedLoss::approximate`] turns the whole into (ε′, δ′)-DP.
+    /// ρ is lowered until (ε′, δ′) ≤ (ε, δ), and the ledger's sums count
+    /// (ε, δ), which bounds it.
     ///
     /// ```
     /// use dpkit_synth::{Domain, Mst};
@@ -181,27 +180,10 @@ impl Mst {
         sensitivity: f64,
         domain: &Domain,
     ) -> Result<(Self, Cost)> {
-        // The room left in δ for the samplers' spread and tail: the least
-        // of these that fits.
-        for room in [1e-9, 1e-6, 1e-3] {
-            let inner_delta = delta * (1.0 - room);
-            let mut rho = rho_within(epsilon, inner_delta)?;
-            for _ in 0..64 {
-                let mst = Self::new(rho, sensitivity)?;
-                let concentrated = mst.cost(domain)?;
-                let loss = concentrated.approximate(inner_delta)?;
-                if loss.epsilon() <= epsilon && loss.delta() <= delta {
-                    // The sums count the (ε, δ) asked for, which bounds it.
-                    let loss = PrivacyLoss::approximate(epsilon, delta)?;
-                    let concentrated = Some(concentrated);
-                    return Ok((mst, Cost { loss, concentrated }));
-                }
-                rho *= 1.0 - 1e-6;
-            }
-        }
-        Err(Error::InvalidParameter {
-            name: "epsilon",
-            reason: format!("no ρ fits (ε, δ) = ({epsilon}, {delta:e}) on this domain"),
+        crate::measure::within(epsilon, delta, |rho| {
+            let mst = Self::new(rho, sensitivity)?;
+            let cost = mst.cost(domain)?;
+            Ok((mst, cost))
         })
     }
 

@@ -54,7 +54,9 @@ impl Coding {
         match self {
             Coding::Text(_) => quoted,
             Coding::Integer { low, width, .. } => {
-                format!("COALESCE(FLOOR(({quoted} - {low}) / {width}), -1)")
+                // Whole-number division: the clamped difference is ≥ 0, so
+                // it rounds down, on every engine.
+                format!("COALESCE(({quoted} - {low}) / {width}, -1)")
             }
             Coding::Declared { starts, .. } => {
                 let mut sql = format!("CASE WHEN {quoted} IS NULL THEN -1");

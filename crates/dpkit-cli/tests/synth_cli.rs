@@ -277,3 +277,52 @@ fn a_table_with_many_rows_per_person_is_measured_at_its_cap() {
         }
     }
 }
+
+#[test]
+fn aim_writes_a_table_too_and_is_charged_once_for_all_its_rounds() {
+    let (description, ledger, out) = (
+        data("adult/adult.toml"),
+        temp("aim.sqlite"),
+        temp("aim.csv"),
+    );
+    let columns = "age,sex,race,relationship,class";
+    let explain = synth(
+        &description,
+        &ledger,
+        &[
+            "--epsilon",
+            "1",
+            "--method",
+            "aim",
+            "--columns",
+            columns,
+            "--explain",
+        ],
+    );
+    let said = text(&explain);
+    assert!(said.contains("by AIM") && said.contains("then rounds until the budget is spent"));
+    assert!(said.contains("Cost, charged once before any row is read: ε = 1, δ = 1e-9"));
+    let args = [
+        "--epsilon",
+        "1",
+        "--method",
+        "aim",
+        "--columns",
+        columns,
+        "--rows",
+        "500",
+    ];
+    let output = synth(
+        &description,
+        &ledger,
+        &[&args[..], &["--out", out.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = text(&output);
+    assert!(said.contains("AIM measured every column, then "), "{said}");
+    assert!(said.contains("remaining ε = 9 of 10"), "{said}");
+    let csv = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(csv.lines().next(), Some("age,class,race,relationship,sex"));
+    assert_eq!(csv.lines().count(), 501);
+    let _ = std::fs::remove_file(&out);
+}

@@ -184,7 +184,11 @@ impl Aim {
     /// The noise parameter σ of the 1-way measurements on `domain` (the
     /// rounds' σ start there too, and shrink as they anneal).
     pub fn one_way_sigma_on(&self, domain: &Domain) -> Result<f64> {
-        let one_way = self.candidates(domain)?.iter().filter(|(c, _)| c.len() == 1).count();
+        let one_way = self
+            .candidates(domain)?
+            .iter()
+            .filter(|(c, _)| c.len() == 1)
+            .count();
         let rounds = self.rounds_for(domain, one_way)?;
         let rho = self.rho * (1.0 - SPLIT_ROOM) / rounds as f64;
         Ok(ConcentratedDiscreteGaussian::new(MEASURE_SHARE * rho, self.sensitivity)?.sigma())
@@ -673,7 +677,11 @@ mod tests {
         let tight = aim.with_samplers(one_way + least / 2.0, MAX_TAIL);
         let bound = tight.cost_bound().unwrap();
         let (_, release, _) = run_on_chain(tight, &sizes, 5_000, 5);
-        assert!(release.cost().spread() <= bound.spread(), "{:?}", release.cost());
+        assert!(
+            release.cost().spread() <= bound.spread(),
+            "{:?}",
+            release.cost()
+        );
         assert!(release.rounds().is_empty());
     }
 

@@ -1,11 +1,12 @@
 //! Private synthetic tables (`dpkit synth`): a description's table coded
 //! over public domains ([`coding`]), its marginals counted by the private
-//! plan where the rows live ([`marginals`]), MST from `dpkit-synth` run on
-//! them under one charge to the ledger, and the rows it samples written
-//! with the description's types ([`output`]).
+//! plan where the rows live ([`marginals`]), MST or AIM from `dpkit-synth`
+//! run on them under one charge to the ledger, and the rows it samples
+//! written with the description's types ([`output`]).
 //!
-//! The privacy argument is the mechanism's (`dpkit_synth::Mst`, its
-//! `# Privacy` sections and [`dpkit_synth::Mst::within`]), for marginals
+//! The privacy argument is the mechanism's (`dpkit_synth::Mst` and
+//! `dpkit_synth::Aim`, their `# Privacy` sections, and their `within`, which
+//! fix the whole loss before any row is read), for marginals
 //! that one person moves by at most the L1 sensitivity the plan of a count
 //! gives ([`EngineMarginals::sensitivity`]). Everything before the charge
 //! reads the description alone; everything after the model is
@@ -18,7 +19,7 @@ pub mod output;
 use datafusion::arrow::record_batch::RecordBatch;
 use dpkit_core::accounting::Cost;
 use dpkit_ledger::Ledger;
-use dpkit_synth::{Domain, Marginals, Mst, Release, Sampling, Synthesizer};
+use dpkit_synth::{Aim, Domain, Marginals, Mst, Release, Sampling, Synthesizer};
 use rand_core::CryptoRng;
 
 pub use coding::{CodedTable, Coding, Columns, DEFAULT_BINS};
@@ -42,9 +43,29 @@ pub struct Planned {
     /// The plans of every marginal MST may count.
     pub plans: Plans,
     /// The mechanism.
-    pub mst: Mst,
+    pub method: Method,
     /// What the ledger is charged.
     pub cost: Cost,
+}
+
+/// Which synthesizer, with its parameters.
+#[derive(Debug, Clone)]
+pub enum Method {
+    /// MST: the 1-way marginals and a spanning tree of 2-way ones.
+    Mst(Mst),
+    /// AIM: the 1-way marginals, then rounds that each measure the 1- or
+    /// 2-way marginal the model gets most wrong.
+    Aim(Aim),
+}
+
+/// The synthesizers `dpkit synth --method` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MethodName {
+    /// MST (the default: seconds).
+    #[default]
+    Mst,
+    /// AIM (minutes on Adult; lower error on 3-way marginals).
+    Aim,
 }
 
 /// A synthetic table and what it released on the way.
@@ -53,8 +74,9 @@ pub struct Synthesized {
     pub rows: RecordBatch,
     /// The same rows as codes.
     pub codes: dpkit_synth::Table,
-    /// The pairs of columns MST measured, by name, in the order chosen.
-    pub pairs: Vec<(String, String)>,
+    /// The marginals measured after the 1-way ones, by column names, in
+    /// the order chosen (AIM may measure one more than once).
+    pub chosen: Vec<Vec<String>>,
     /// The synthetic 1-way marginals against the noisy ones (free).
     pub one_way: Fit,
 }
@@ -76,6 +98,7 @@ pub struct Fit {
 pub fn plan(
     engine: &QueryEngine,
     columns: &Columns,
+    method: MethodName,
     (epsilon, delta): (f64, f64),
 ) -> Result<Planned> {
     if !(delta > 0.0 && delta < 1.0) {
@@ -87,20 +110,30 @@ pub fn plan(
     }
     let table = CodedTable::from_description(engine.description(), columns)?;
     let domain = table.domain()?;
-    // MST counts every column and every pair: all planned now, for free.
+    // MST and AIM count columns and pairs only: all planned now, for free.
     let width = table.columns.len();
     let mut sets = subsets(width, 1);
     sets.extend(subsets(width, 2));
     let plans = Plans::new(engine, &table, &sets)?;
     let sensitivity = plans.sensitivity();
-    let (mst, cost) = Mst::within(epsilon, delta, sensitivity, &domain)
-        .map_err(|e| QueryError::NotPrivate(e.to_string()))?;
+    let refused = |e: dpkit_synth::Error| QueryError::NotPrivate(e.to_string());
+    let (method, cost) = match method {
+        MethodName::Mst => {
+            let (mst, cost) = Mst::within(epsilon, delta, sensitivity, &domain).map_err(refused)?;
+            (Method::Mst(mst), cost)
+        }
+        MethodName::Aim => {
+            let (aim, cost) =
+                Aim::within(epsilon, delta, sensitivity, |aim| aim).map_err(refused)?;
+            (Method::Aim(aim), cost)
+        }
+    };
     Ok(Planned {
         table,
         domain,
         sensitivity,
         plans,
-        mst,
+        method,
         cost,
     })
 }
@@ -123,14 +156,43 @@ impl Planned {
             )));
         }
         let label = format!(
-            "SYNTH MST {} ({})",
+            "SYNTH {} {} ({})",
+            self.method_name(),
             self.table.table,
             self.names().join(", ")
         );
         let charge = ledger.charge(self.cost, &label)?;
         let mut marginals = EngineMarginals::new(engine, &self.table, &self.plans)?;
-        let release = match self.mst.run_with_rng(&mut marginals, rng) {
-            Ok(release) => release,
+        let outcome = match &self.method {
+            Method::Mst(mst) => mst.run_with_rng(&mut marginals, rng).map(|release| {
+                let chosen = release.pairs().iter().map(|&(a, b)| vec![a, b]).collect();
+                let one_way = release
+                    .noisy_one_way()
+                    .iter()
+                    .cloned()
+                    .enumerate()
+                    .collect();
+                (Measured::Mst(release), chosen, one_way)
+            }),
+            Method::Aim(aim) => aim.run_with_rng(&mut marginals, rng).map(|release| {
+                let chosen = release.rounds().iter().map(|r| r.columns.clone()).collect();
+                // The first measurement of each column (a round may measure
+                // a column again).
+                let mut one_way: Vec<(usize, Vec<f64>)> = Vec::new();
+                for m in release
+                    .measurements()
+                    .iter()
+                    .filter(|m| m.columns().len() == 1)
+                {
+                    if !one_way.iter().any(|(c, _)| *c == m.columns()[0]) {
+                        one_way.push((m.columns()[0], m.values().to_vec()));
+                    }
+                }
+                (Measured::Aim(release), chosen, one_way)
+            }),
+        };
+        let (release, chosen, one_way) = match outcome {
+            Ok(released) => released,
             Err(error) => {
                 let failure = marginals.take_failure();
                 if let Some(QueryError::Unreadable(why)) = failure {
@@ -142,13 +204,18 @@ impl Planned {
                 }));
             }
         };
-        self.sample(&release, rows, rng)
+        match &release {
+            Measured::Mst(release) => self.sample(release, (chosen, one_way), rows, rng),
+            Measured::Aim(release) => self.sample(release, (chosen, one_way), rows, rng),
+        }
     }
 
-    /// Rows drawn from the released model: post-processing.
-    fn sample<R: CryptoRng + ?Sized>(
+    /// Rows drawn from the released model, with what was measured on the
+    /// way (the marginals chosen, the noisy 1-way ones): post-processing.
+    fn sample<S: Release, R: CryptoRng + ?Sized>(
         &self,
-        release: &dpkit_synth::MstRelease,
+        release: &S,
+        (chosen, one_way): (Vec<Vec<usize>>, Vec<(usize, Vec<f64>)>),
         rows: Option<usize>,
         rng: &mut R,
     ) -> Result<Synthesized> {
@@ -158,23 +225,30 @@ impl Planned {
             .sample_with_rng(n, Sampling::Round, rng)
             .map_err(failed)?;
         let names = self.names();
-        let pairs = release
-            .pairs()
+        let chosen = chosen
             .iter()
-            .map(|&(a, b)| (names[a].clone(), names[b].clone()))
+            .map(|set| set.iter().map(|&c| names[c].clone()).collect())
             .collect();
         let mut distances = Vec::new();
-        for (column, noisy) in release.noisy_one_way().iter().enumerate() {
-            let synthetic = codes.counts(&[column]).map_err(failed)?;
+        for (column, noisy) in &one_way {
+            let synthetic = codes.counts(&[*column]).map_err(failed)?;
             distances.push(distance(noisy, &synthetic));
         }
         let rows = output::decode(&self.table, &codes, rng)?;
         Ok(Synthesized {
             rows,
             codes,
-            pairs,
+            chosen,
             one_way: Fit::of(&distances),
         })
+    }
+
+    /// The method's name, as `--method` spells it, in capitals.
+    pub fn method_name(&self) -> &'static str {
+        match self.method {
+            Method::Mst(_) => "MST",
+            Method::Aim(_) => "AIM",
+        }
     }
 
     /// The cost as people read it: ε and δ rounded up to four decimals
@@ -202,10 +276,13 @@ impl Planned {
     /// the cost, the noise on each marginal and its expected error.
     pub fn explain(&self) -> Result<String> {
         let mut text = format!(
-            "Synthetic table from {} by MST (McKenna, Miklau & Sheldon 2021), {} columns, \
-             each coded over a public domain (the last code is missing: no value, or one \
-             outside the domain):\n",
+            "Synthetic table from {} by {}, {} columns, each coded over a public domain (the \
+             last code is missing: no value, or one outside the domain):\n",
             self.table.table,
+            match self.method {
+                Method::Mst(_) => "MST (McKenna, Miklau & Sheldon 2021)",
+                Method::Aim(_) => "AIM (McKenna, Mullins, Sheldon & Miklau 2022)",
+            },
             self.table.columns.len()
         );
         for (name, coding) in &self.table.columns {
@@ -223,28 +300,7 @@ impl Planned {
             };
             text.push_str(&format!("  {name:<24} {codes}\n"));
         }
-        let (one, two) = self
-            .mst
-            .sigmas(&self.domain)
-            .map_err(|e| QueryError::NotPrivate(e.to_string()))?;
-        let error = |sigma: f64| sigma * (2.0 / std::f64::consts::PI).sqrt();
-        let r = self.table.columns.len();
-        text.push_str(&format!(
-            "\nMeasured (discrete Gaussian noise, one person moving any marginal by at most \
-             {} in L1):\n  {r} one-way marginals, σ = {:.4}: E|error| {:.4} per cell\n",
-            self.sensitivity,
-            one,
-            error(one)
-        ));
-        if let Some(two) = two {
-            text.push_str(&format!(
-                "  {} two-way marginals, the pairs of a spanning tree chosen one by one by the \
-                 exponential mechanism, σ = {two:.4}: E|error| {:.4} per cell (rare values \
-                 merged first)\n",
-                r - 1,
-                error(two)
-            ));
-        }
+        text.push_str(&self.measured_text()?);
         let rho = self.cost.concentrated.map_or(0.0, |c| c.rho());
         text.push_str(&format!(
             "\nCost, charged once before any row is read: {} (ρ = {rho:.6} in concentrated \
@@ -253,6 +309,56 @@ impl Planned {
         ));
         Ok(text)
     }
+}
+
+impl Planned {
+    /// What `--explain` says of the measurements and their noise.
+    fn measured_text(&self) -> Result<String> {
+        let refused = |e: dpkit_synth::Error| QueryError::NotPrivate(e.to_string());
+        let error = |sigma: f64| sigma * (2.0 / std::f64::consts::PI).sqrt();
+        let r = self.table.columns.len();
+        let mut text = format!(
+            "\nMeasured (discrete Gaussian noise, one person moving any marginal by at most {} \
+             in L1):\n",
+            self.sensitivity
+        );
+        match &self.method {
+            Method::Mst(mst) => {
+                let (one, two) = mst.sigmas(&self.domain).map_err(refused)?;
+                text.push_str(&format!(
+                    "  {r} one-way marginals, σ = {one:.4}: E|error| {:.4} per cell\n",
+                    error(one)
+                ));
+                if let Some(two) = two {
+                    text.push_str(&format!(
+                        "  {} two-way marginals, the pairs of a spanning tree chosen one by one \
+                         by the exponential mechanism, σ = {two:.4}: E|error| {:.4} per cell \
+                         (rare values merged first)\n",
+                        r - 1,
+                        error(two)
+                    ));
+                }
+            }
+            Method::Aim(aim) => {
+                let one = aim.one_way_sigma_on(&self.domain).map_err(refused)?;
+                text.push_str(&format!(
+                    "  {r} one-way marginals, σ = {one:.4}: E|error| {:.4} per cell\n  then \
+                     rounds until the budget is spent, each choosing by the exponential \
+                     mechanism the 1- or 2-way marginal the model gets most wrong and \
+                     measuring it, from the same σ (halved after a round that taught the \
+                     model little), the model kept under 80 MB\n",
+                    error(one)
+                ));
+            }
+        }
+        Ok(text)
+    }
+}
+
+/// A release of either method.
+enum Measured {
+    Mst(dpkit_synth::MstRelease),
+    Aim(dpkit_synth::AimRelease),
 }
 
 impl Fit {

@@ -125,11 +125,7 @@ pub(crate) fn open_ledger(
     description: &Description,
     grant: bool,
 ) -> Result<Ledger> {
-    let path = match &args.ledger {
-        Some(path) => path.clone(),
-        None => default_path(&args.description, &description.table, &args.analyst)
-            .context("--analyst")?,
-    };
+    let path = ledger_path(args, description)?;
     let (epsilon, delta) = (description.budget_epsilon, description.budget_delta);
     let (ledger, edited) = Ledger::open_declared(&path, epsilon, delta, grant)?;
     if let Some(edited) = edited {
@@ -139,6 +135,16 @@ pub(crate) fn open_ledger(
         ));
     }
     Ok(ledger)
+}
+
+/// The ledger file: `--ledger`, or the default beside the description.
+pub(crate) fn ledger_path(args: &LedgerArgs, description: &Description) -> Result<PathBuf> {
+    match &args.ledger {
+        Some(path) => Ok(path.clone()),
+        None => {
+            default_path(&args.description, &description.table, &args.analyst).context("--analyst")
+        }
+    }
 }
 
 /// A `dpkit: note: …` line on standard error, beside the answer. A closed

@@ -1,15 +1,15 @@
 //! `dpkit synth`: a private synthetic copy of a described table, charged
 //! once to the analyst's ledger.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
 use dpkit_query::synth::{self, Columns, MethodName};
 use dpkit_query::{Description, QueryEngine};
 
-use crate::query::{LedgerArgs, budget_line, open_ledger};
+use crate::query::{LedgerArgs, budget_line, ledger_path, open_ledger};
 use crate::write_stdout;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -52,7 +52,8 @@ pub struct SynthArgs {
     #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
     without: Vec<String>,
     /// The most bins an integer column is cut into, from its public bounds.
-    #[arg(long, default_value_t = synth::DEFAULT_BINS)]
+    #[arg(long, default_value_t = synth::DEFAULT_BINS,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
     bins: u32,
     /// Print the columns' codes, the noise on each marginal and the cost;
     /// spend nothing.
@@ -68,6 +69,9 @@ pub struct SynthArgs {
 /// Plans, charges, synthesizes and writes the table, then reports.
 pub fn synth(args: &SynthArgs) -> Result<()> {
     let description = Description::load(&args.ledger.description)?;
+    if let Some(out) = &args.out {
+        not_an_input(out, &args.ledger, &description)?;
+    }
     let ledger = open_ledger(&args.ledger, &description, false)?;
     let engine = QueryEngine::open(description)?;
     let columns = Columns {
@@ -90,15 +94,23 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
         ));
     }
     let out = args.out.as_ref().context("--out names the file to write")?;
+    // Made before the charge: a path that cannot be written costs nothing.
+    let output = synth::output::Output::create(out)?;
     let mut rng = SecureRng::from_os()?;
-    let synthesized = planned.run(&engine, &ledger, args.rows, &mut rng)?;
-    synth::output::write(&synthesized.rows, out)?;
+    let synthesized = match planned.run(&engine, &ledger, args.rows, &mut rng) {
+        Ok(synthesized) => synthesized,
+        Err(error) => {
+            output.discard();
+            return Err(error.into());
+        }
+    };
+    output.write(&synthesized.rows)?;
     let chosen: Vec<String> = synthesized.chosen.iter().map(|set| set.join("–")).collect();
     let fit = synthesized.one_way;
-    let mut text = format!(
+    write_stdout(&format!(
         "wrote {} synthetic rows of {} columns to {}\n{} measured every column, then {}\n\
          1-way marginals against their noisy measurements: mean total-variation distance \
-         {:.4}, max {:.4}\n",
+         {:.4}, max {:.4}\nspent {} · {}\n",
         synthesized.rows.num_rows(),
         synthesized.rows.num_columns(),
         out.display(),
@@ -109,24 +121,47 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
             chosen.join(", ")
         },
         fit.mean,
-        fit.max
-    );
+        fit.max,
+        planned.cost_text(),
+        budget_line(&ledger.state()?)
+    ))?;
     if args.report_true {
         for way in 1..=3 {
-            let fit = synth::true_fit(&engine, &planned, &synthesized, way)?;
-            if fit.marginals > 0 {
-                text.push_str(&format!(
+            // Not private, and charged nothing: a comparison that cannot
+            // be counted (too many cells, say) is a note, not a failure.
+            let line = match synth::true_fit(&engine, &planned, &synthesized, way) {
+                Ok(fit) if fit.marginals == 0 => continue,
+                Ok(fit) => format!(
                     "against the true data (not private), all {} {way}-way marginals: mean \
                      total-variation distance {:.4}, max {:.4}\n",
                     fit.marginals, fit.mean, fit.max
-                ));
-            }
+                ),
+                Err(why) => format!("the {way}-way marginals were not compared: {why}\n"),
+            };
+            write_stdout(&line)?;
         }
     }
-    text.push_str(&format!(
-        "spent {} · {}\n",
-        planned.cost_text(),
-        budget_line(&ledger.state()?)
-    ));
-    write_stdout(&text)
+    Ok(())
+}
+
+/// Refuses an `--out` that is the ledger, the description or a data file:
+/// writing there would destroy it.
+fn not_an_input(out: &Path, ledger: &LedgerArgs, description: &Description) -> Result<()> {
+    let Ok(out) = out.canonicalize() else {
+        return Ok(());
+    };
+    let mut inputs = vec![
+        ledger_path(ledger, description)?,
+        ledger.description.clone(),
+    ];
+    inputs.push(description.file.clone());
+    inputs.extend(description.private.values().map(|t| t.file.clone()));
+    inputs.extend(description.public.values().map(|t| t.file.clone()));
+    if inputs
+        .iter()
+        .any(|p| p.canonicalize().is_ok_and(|p| p == out))
+    {
+        bail!("--out names the ledger, the description or a data file: choose another file");
+    }
+    Ok(())
 }

@@ -124,8 +124,8 @@ fn explain_and_refusals_spend_nothing() {
     assert_eq!(explain.status.code(), Some(0), "{explain:?}");
     let said = text(&explain);
     for line in [
-        "capital-gain             integer, 7 declared bins in [0, 99999]",
-        "age                      integer, 25 bins of 3 in [17, 90]",
+        "capital-gain             integer, 7 declared bin(s) in [0, 99999]",
+        "age                      integer, 25 bin(s) of 3 in [17, 90]",
         "13 one-way marginals, σ = ",
         "12 two-way marginals",
         "at most 1 in L1",
@@ -257,6 +257,13 @@ fn a_table_with_many_rows_per_person_is_measured_at_its_cap() {
         &ledger,
         &["--epsilon", "1", "--table", "visits", "--explain"],
     );
+    let person = synth(
+        &description,
+        &ledger,
+        &["--epsilon", "1", "--columns", "id", "--explain"],
+    );
+    let error = String::from_utf8_lossy(&person.stderr).into_owned();
+    assert!(error.contains("id names the person"), "{error}");
     for (output, columns, moved) in [
         (people, ["age", "region", "sex"], 1),
         (visits, ["cost", "department", "month"], 12),
@@ -322,7 +329,89 @@ fn aim_writes_a_table_too_and_is_charged_once_for_all_its_rounds() {
     assert!(said.contains("AIM measured every column, then "), "{said}");
     assert!(said.contains("remaining ε = 9 of 10"), "{said}");
     let csv = std::fs::read_to_string(&out).unwrap();
-    assert_eq!(csv.lines().next(), Some("age,class,race,relationship,sex"));
+    assert_eq!(csv.lines().next(), Some("age,sex,race,relationship,class"));
     assert_eq!(csv.lines().count(), 501);
+    let _ = std::fs::remove_file(&out);
+}
+
+#[test]
+fn an_output_that_cannot_be_written_or_would_destroy_an_input_costs_nothing() {
+    let (description, ledger) = (data("adult/adult.toml"), temp("outputs.sqlite"));
+    let cheap = ["--epsilon", "1", "--columns", "age,sex", "--rows", "10"];
+    // The ledger exists once a table was written.
+    let first = temp("first.csv");
+    let output = synth(
+        &description,
+        &ledger,
+        &[&cheap[..], &["--out", first.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let _ = std::fs::remove_file(&first);
+    let data_file = data("adult/adult.data.csv");
+    for (out, why) in [
+        (
+            "/nonexistent-folder/x.csv",
+            "cannot write /nonexistent-folder/x.csv",
+        ),
+        (ledger.to_str().unwrap(), "--out names the ledger"),
+        (
+            data_file.as_str(),
+            "--out names the ledger, the description or a data file",
+        ),
+        (description.as_str(), "--out names the ledger"),
+    ] {
+        let output = synth(
+            &description,
+            &ledger,
+            &[&cheap[..], &["--out", out]].concat(),
+        );
+        let error = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(2), "{out}: {output:?}");
+        assert!(
+            error.contains(why) && error.lines().count() == 1,
+            "{out}: {error}"
+        );
+    }
+    let zero_bins = synth(
+        &description,
+        &ledger,
+        &["--epsilon", "1", "--bins", "0", "--explain"],
+    );
+    assert_eq!(zero_bins.status.code(), Some(2));
+    assert!(spent(&description, &ledger).contains("remaining ε = 9 of 10"));
+    assert!(std::fs::read(&data_file).unwrap().starts_with(b"age,"));
+}
+
+#[test]
+fn a_true_comparison_that_cannot_be_counted_is_a_note_after_the_report() {
+    let (description, ledger, out) = (
+        data("adult/adult.toml"),
+        temp("note.sqlite"),
+        temp("note.csv"),
+    );
+    // 74 ages × 99 hours × 16 levels: a 3-way marginal past the planner's
+    // limit on combinations, which the report skips with a note.
+    let args = [
+        "--epsilon",
+        "1",
+        "--columns",
+        "age,hours-per-week,education-num",
+        "--bins",
+        "300",
+        "--rows",
+        "100",
+        "--report-true",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = synth(&description, &ledger, &args);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = text(&output);
+    assert!(said.contains("spent ε = 1"), "{said}");
+    assert!(said.contains("all 3 2-way marginals"), "{said}");
+    assert!(
+        said.contains("the 3-way marginals were not compared"),
+        "{said}"
+    );
     let _ = std::fs::remove_file(&out);
 }

@@ -3,7 +3,7 @@
 //! does with its deliberately broken mechanisms). It is an optional
 //! dependency, switched on only by the non-default `planted-holes` feature
 //! of the crates that hold the holes (`dpkit-total`, `dpkit-release`,
-//! `dpkit-query`): the default build, which `cargo install` and the wheel
+//! `dpkit-query`, `dpkit-synth`): the default build, which `cargo install` and the wheel
 //! ship, does not contain it.
 
 #![forbid(unsafe_code)]
@@ -51,6 +51,8 @@ pub enum Hole {
     UntruncatedGroups = 2048,
     /// Two private tables joined on any key, as if it named the person.
     PersonJoinOnAnyKey = 4096,
+    /// A synthetic table's first 1-way marginal measured without noise.
+    UnnoisedMarginal = 8192,
 }
 
 static PLANTED: AtomicU32 = AtomicU32::new(0);

@@ -163,9 +163,18 @@ impl CodedTable {
             )));
         }
         if columns.is_empty() {
-            return Err(QueryError::NotPrivate(
-                "no column is left to synthesize".into(),
-            ));
+            let why = match &person {
+                Some(person) if choice.only.contains(person) => format!(
+                    "no column is left to synthesize ({person} names the person, and is never \
+                     a column of a synthetic table)"
+                ),
+                _ => "no column is left to synthesize".to_string(),
+            };
+            return Err(QueryError::NotPrivate(why));
+        }
+        // In the order --columns lists them, when it does.
+        if !choice.only.is_empty() {
+            columns.sort_by_key(|(name, _)| choice.only.iter().position(|n| n == name));
         }
         Ok(Self { table, columns })
     }

@@ -69,6 +69,11 @@ impl<'a> EngineMarginals<'a> {
         })
     }
 
+    /// Whether no marginal was counted yet.
+    pub fn counted_nothing(&self) -> bool {
+        self.counted.is_empty()
+    }
+
     /// Why counting failed, if it did: the synthesizer sees only its text.
     pub fn take_failure(&mut self) -> Option<QueryError> {
         self.failure.take()

@@ -30,6 +30,9 @@ use crate::error::{QueryError, Result};
 
 /// The most rows a synthetic table may have.
 pub const MAX_ROWS: usize = 100_000_000;
+/// The most values (rows × columns) a synthetic table may have: about
+/// 1.5 GB while it is drawn and written.
+pub const MAX_VALUES: usize = 100_000_000;
 
 /// A synthetic table planned from public facts alone: its columns, the
 /// mechanism and what it will cost. Nothing is read or spent yet.
@@ -150,9 +153,11 @@ impl Planned {
         rows: Option<usize>,
         rng: &mut R,
     ) -> Result<Synthesized> {
-        if rows.is_some_and(|n| n == 0 || n > MAX_ROWS) {
+        let most = self.most_rows();
+        if rows.is_some_and(|n| n == 0 || n > most) {
             return Err(QueryError::NotPrivate(format!(
-                "--rows must lie in 1..={MAX_ROWS}"
+                "--rows must lie in 1..={most} for {} columns (at most {MAX_VALUES} values)",
+                self.table.columns.len()
             )));
         }
         let label = format!(
@@ -194,8 +199,13 @@ impl Planned {
         let (release, chosen, one_way) = match outcome {
             Ok(released) => released,
             Err(error) => {
+                let counted_nothing = marginals.counted_nothing();
                 let failure = marginals.take_failure();
-                if let Some(QueryError::Unreadable(why)) = failure {
+                // Given back only when the data could not be read before
+                // any marginal was counted: a later failure may follow from
+                // what the earlier counts read.
+                if let (Some(QueryError::Unreadable(why)), true) = (&failure, counted_nothing) {
+                    let why = why.clone();
                     ledger.refund(charge)?;
                     return Err(QueryError::Unreadable(why));
                 }
@@ -220,7 +230,7 @@ impl Planned {
         rng: &mut R,
     ) -> Result<Synthesized> {
         let failed = |e: dpkit_synth::Error| QueryError::FailedWhileRunning(e.to_string());
-        let n = rows.unwrap_or_else(|| release.estimated_rows().clamp(1, MAX_ROWS));
+        let n = rows.unwrap_or_else(|| release.estimated_rows().clamp(1, self.most_rows()));
         let mut codes = release
             .sample_with_rng(n, Sampling::Round, rng)
             .map_err(failed)?;
@@ -243,6 +253,11 @@ impl Planned {
         })
     }
 
+    /// The most rows the table may have.
+    pub fn most_rows(&self) -> usize {
+        (MAX_VALUES / self.table.columns.len().max(1)).min(MAX_ROWS)
+    }
+
     /// The method's name, as `--method` spells it, in capitals.
     pub fn method_name(&self) -> &'static str {
         match self.method {
@@ -254,17 +269,8 @@ impl Planned {
     /// The cost as people read it: ε and δ rounded up to four decimals
     /// and four significant digits.
     pub fn cost_text(&self) -> String {
-        let epsilon = (self.cost.loss.epsilon() * 1e4).ceil() / 1e4;
-        let delta = self.cost.loss.delta();
-        let scale = 10f64.powi(3 - delta.log10().floor() as i32);
-        // A δ such as 10⁻⁹ times 10¹² is a hair above 1000 in binary.
-        let steps = delta * scale;
-        let steps = if (steps - steps.round()).abs() < 1e-6 {
-            steps.round()
-        } else {
-            steps.ceil()
-        };
-        format!("ε = {epsilon}, δ = {:e}", steps / scale)
+        let (epsilon, delta) = (self.cost.loss.epsilon(), self.cost.loss.delta());
+        format!("ε = {}, δ = {}", shown(epsilon), shown(delta))
     }
 
     /// The columns' names.
@@ -276,8 +282,9 @@ impl Planned {
     /// the cost, the noise on each marginal and its expected error.
     pub fn explain(&self) -> Result<String> {
         let mut text = format!(
-            "Synthetic table from {} by {}, {} columns, each coded over a public domain (the \
-             last code is missing: no value, or one outside the domain):\n",
+            "Synthetic table from {} by {}, {} column(s), each coded over a public domain (the \
+             last code is missing: an empty integer, or a text outside the domain; rows with \
+             an empty text are left out of the marginals over its column):\n",
             self.table.table,
             match self.method {
                 Method::Mst(_) => "MST (McKenna, Miklau & Sheldon 2021)",
@@ -289,11 +296,11 @@ impl Planned {
             let codes = match coding {
                 Coding::Text(values) => format!("text, {} declared values", values.len()),
                 Coding::Integer { low, high, width } => format!(
-                    "integer, {} bins of {width} in [{low}, {high}]",
+                    "integer, {} bin(s) of {width} in [{low}, {high}]",
                     coding.codes() - 1
                 ),
                 Coding::Declared { starts, high } => format!(
-                    "integer, {} declared bins in [{}, {high}]",
+                    "integer, {} declared bin(s) in [{}, {high}]",
                     starts.len(),
                     starts[0]
                 ),
@@ -369,6 +376,27 @@ impl Fit {
             max: distances.iter().copied().fold(0.0, f64::max),
             marginals,
         }
+    }
+}
+
+/// Four significant digits, rounded up (a figure a hair above a round
+/// one, as 10⁻⁹ times 10¹² is in binary, shows as the round one).
+fn shown(value: f64) -> String {
+    if value <= 0.0 || !value.is_finite() {
+        return value.to_string();
+    }
+    let scale = 10f64.powi(3 - value.log10().floor() as i32);
+    let steps = value * scale;
+    let steps = if (steps - steps.round()).abs() < 1e-6 {
+        steps.round()
+    } else {
+        steps.ceil()
+    };
+    let rounded = steps / scale;
+    if (1e-3..1e6).contains(&rounded) {
+        format!("{rounded}")
+    } else {
+        format!("{rounded:e}")
     }
 }
 

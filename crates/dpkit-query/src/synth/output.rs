@@ -54,25 +54,64 @@ pub fn decode<R: CryptoRng + ?Sized>(
         .map_err(|e| QueryError::Unreadable(format!("cannot build the synthetic table: {e}")))
 }
 
-/// Writes `batch` to `path`: Parquet when it ends in `.parquet`, else CSV
-/// with a header row (NULL as an empty field).
-pub fn write(batch: &RecordBatch, path: &Path) -> Result<()> {
-    let failed =
-        |e: String| QueryError::Unreadable(format!("cannot write {}: {e}", path.display()));
-    let file = std::fs::File::create(path).map_err(|e| failed(e.to_string()))?;
-    if path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
-    {
-        let mut writer =
-            datafusion::parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None)
-                .map_err(|e| failed(e.to_string()))?;
-        writer.write(batch).map_err(|e| failed(e.to_string()))?;
-        writer.close().map_err(|e| failed(e.to_string()))?;
-        return Ok(());
+/// A synthetic table's output file, made before anything is charged so
+/// that a path that cannot be written is refused for free.
+pub struct Output {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    parquet: bool,
+}
+
+/// An output file that could not be made or written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {reason}")]
+pub struct OutputError {
+    path: String,
+    reason: String,
+}
+
+impl Output {
+    /// Creates (or empties) `path`: Parquet when it ends in `.parquet`,
+    /// else CSV with a header row (NULL as an empty field).
+    pub fn create(path: &Path) -> std::result::Result<Self, OutputError> {
+        let file = std::fs::File::create(path).map_err(|e| failed(path, e.to_string()))?;
+        let parquet = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            parquet,
+        })
     }
-    let mut out = std::io::BufWriter::new(file);
-    write_csv(batch, &mut out).map_err(|e| failed(e.to_string()))
+
+    /// Writes `batch` and closes the file.
+    pub fn write(self, batch: &RecordBatch) -> std::result::Result<(), OutputError> {
+        let path = self.path;
+        let failed = |e: String| failed(&path, e);
+        if self.parquet {
+            let mut writer =
+                datafusion::parquet::arrow::ArrowWriter::try_new(self.file, batch.schema(), None)
+                    .map_err(|e| failed(e.to_string()))?;
+            writer.write(batch).map_err(|e| failed(e.to_string()))?;
+            writer.close().map_err(|e| failed(e.to_string()))?;
+            return Ok(());
+        }
+        let mut out = std::io::BufWriter::new(self.file);
+        write_csv(batch, &mut out).map_err(|e| failed(e.to_string()))
+    }
+
+    /// Removes the file, when nothing is written to it.
+    pub fn discard(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn failed(path: &Path, reason: String) -> OutputError {
+    OutputError {
+        path: path.display().to_string(),
+        reason,
+    }
 }
 
 fn write_csv(batch: &RecordBatch, out: &mut impl std::io::Write) -> std::io::Result<()> {

@@ -225,7 +225,7 @@ impl Planned {
     fn sample<S: Release, R: CryptoRng + ?Sized>(
         &self,
         release: &S,
-        (chosen, one_way): (Vec<Vec<usize>>, Vec<(usize, Vec<f64>)>),
+        (chosen, one_way): (Vec<Vec<usize>>, NoisyOneWay),
         rows: Option<usize>,
         rng: &mut R,
     ) -> Result<Synthesized> {
@@ -361,6 +361,9 @@ impl Planned {
         Ok(text)
     }
 }
+
+/// Each column's first noisy 1-way marginal, with the column.
+type NoisyOneWay = Vec<(usize, Vec<f64>)>;
 
 /// A release of either method.
 enum Measured {

@@ -32,6 +32,7 @@ from ._dpkit import (
 )
 from .client import Client, ServeError
 from .query import QueryError, budget, explain, query
+from .synth import explain_synthesis, synthesize
 
 __all__ = [
     "Laplace",
@@ -58,6 +59,8 @@ __all__ = [
     "split_evenly",
     "split_for_accuracy",
     "query",
+    "synthesize",
+    "explain_synthesis",
     "explain",
     "budget",
     "QueryError",

@@ -7,6 +7,7 @@ mod command;
 mod generator;
 mod query;
 mod sensitivity;
+mod synth;
 
 use dpkit_core::accounting::{self, PrivacyBudget, PrivacyLoss};
 use dpkit_core::mechanism::{AdditiveNoise, MechanismKind};
@@ -240,6 +241,7 @@ fn _dpkit(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(query::_query, module)?)?;
     module.add_function(wrap_pyfunction!(query::_explain, module)?)?;
     module.add_function(wrap_pyfunction!(query::_budget, module)?)?;
+    module.add_function(wrap_pyfunction!(synth::_synthesize, module)?)?;
     module.add_function(wrap_pyfunction!(command::_run_command, module)?)?;
     module.add("QueryError", module.py().get_type::<query::QueryError>())
 }

@@ -23,7 +23,7 @@ create_exception!(
 
 /// Bad parameters are a `ValueError`, as everywhere in `dpkit`; the rest
 /// is a `QueryError` with the engine's one line.
-fn query_error(error: EngineError) -> PyErr {
+pub(crate) fn query_error(error: EngineError) -> PyErr {
     match error {
         EngineError::Mechanism(error) => PyValueError::new_err(error.to_string()),
         error => QueryError::new_err(error.to_string()),
@@ -51,7 +51,7 @@ fn settings(
 /// created with the description's budget. With `grant`, its total is set to
 /// the description's; without, a total that differs (the description was
 /// edited) comes back as a note, for [`warn_of`].
-fn open_ledger(
+pub(crate) fn open_ledger(
     path: &Path,
     description: &Description,
     analyst: &str,
@@ -74,7 +74,7 @@ fn open_ledger(
 }
 
 /// The budget in the shape `dpkit serve` returns it.
-fn budget_json(dataset: &str, state: &BudgetState) -> Value {
+pub(crate) fn budget_json(dataset: &str, state: &BudgetState) -> Value {
     json!({
         "dataset": dataset,
         "total_epsilon": shown_epsilon(state.total_epsilon),
@@ -90,7 +90,7 @@ fn budget_json(dataset: &str, state: &BudgetState) -> Value {
 
 /// A `UserWarning` with `note`, if there is one, pointing at the caller of
 /// the `dpkit` function that called in here.
-fn warn_of(py: Python<'_>, note: Option<String>) -> PyResult<()> {
+pub(crate) fn warn_of(py: Python<'_>, note: Option<String>) -> PyResult<()> {
     let Some(note) = note else { return Ok(()) };
     let note = CString::new(note).map_err(|e| PyValueError::new_err(e.to_string()))?;
     PyErr::warn(py, &py.get_type::<PyUserWarning>(), &note, 2)

@@ -54,6 +54,42 @@ pub fn decode<R: CryptoRng + ?Sized>(
         .map_err(|e| QueryError::Unreadable(format!("cannot build the synthetic table: {e}")))
 }
 
+/// The table's columns as JSON, for front ends that build their own
+/// frames (Python): each `{"name", "type": "text" | "integer", "values"}`,
+/// NULL for the missing code.
+pub fn to_json(batch: &RecordBatch) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let schema = batch.schema();
+    let columns: Vec<Value> = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(field, column)| {
+            let (kind, values): (&str, Vec<Value>) =
+                if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
+                    (
+                        "text",
+                        text.iter()
+                            .map(|v| v.map_or(Value::Null, Value::from))
+                            .collect(),
+                    )
+                } else if let Some(numbers) = column.as_any().downcast_ref::<Int64Array>() {
+                    (
+                        "integer",
+                        numbers
+                            .iter()
+                            .map(|v| v.map_or(Value::Null, Value::from))
+                            .collect(),
+                    )
+                } else {
+                    ("text", vec![Value::Null; column.len()])
+                };
+            json!({ "name": field.name(), "type": kind, "values": values })
+        })
+        .collect();
+    Value::Array(columns)
+}
+
 /// A synthetic table's output file, made before anything is charged so
 /// that a path that cannot be written is refused for free.
 pub struct Output {

@@ -18,6 +18,7 @@ separate either. Run it on a quiet machine; it prints the CPU it ran on.
 
 import argparse
 import http.client
+import itertools
 import json
 import pathlib
 import shutil
@@ -151,7 +152,13 @@ class Server:
         self.process.wait()
 
 
+RUNS = itertools.count()
+
+
 def cli(dpkit, folder, sql, epsilon):
+    # Each run its own request (a comment numbers it): the command line
+    # replays an identical one from the ledger, without running it.
+    sql = f"{sql}\n-- run {next(RUNS)}"
     command = [dpkit, "query", "--description", str(folder / "adult.toml"), "--epsilon", repr(epsilon), sql]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True)

@@ -236,13 +236,50 @@ pub fn query(args: &QueryArgs) -> Result<()> {
     }
     let mut rng = SecureRng::from_os()?;
     let deadlines = dpkit_query::timing::Deadlines::default();
-    let answer = engine.answer_by_deadline(&args.sql, &settings, &ledger, &deadlines, &mut rng)?;
+    // The same query again (in any --format) is the kept answer, free.
+    let request = request_text(args, &engine, &settings)?;
+    let once = engine.answer_once_by_deadline(
+        &args.sql,
+        &settings,
+        (&ledger, &request),
+        &deadlines,
+        &mut rng,
+    )?;
+    let mut answer = once.table;
+    if once.replay {
+        answer
+            .notes
+            .push("the same query as before, replayed from the ledger: nothing was spent".into());
+    }
     let state = ledger.state()?;
     if args.format == AnswerFormat::Csv {
         // CSV is for scripts: the notes go beside it, on standard error.
         answer.notes.iter().for_each(|text| note(text));
     }
-    write_stdout(&answer_text(args.format, &answer, &state)?)
+    write_stdout(&answer_text(args.format, &answer, &state, once.replay)?)
+}
+
+/// The request as the ledger keeps its answer: the query, its settings
+/// and the dataset (the description's text and the data files' sizes and
+/// times), as the service keeps one; the output format is not part of it.
+fn request_text(
+    args: &QueryArgs,
+    engine: &QueryEngine,
+    settings: &ReleaseSettings,
+) -> Result<String> {
+    let description = engine.description();
+    let files = description.data_files();
+    let fingerprint = dpkit_serve::datasets::fingerprint(&args.ledger.description, &files)?;
+    Ok(format!(
+        "cli-v1\ndataset={}\nfingerprint={fingerprint}\nepsilon={:?}\ndelta={:?}\nmechanism={:?}\n\
+         confidence={:?}\nsql={}",
+        description.table,
+        settings.epsilon,
+        settings.delta,
+        settings.mechanism,
+        settings.confidence,
+        args.sql
+    ))
 }
 
 /// What `--target-error` without `--spend` prints: the ε found, the noise
@@ -306,15 +343,19 @@ fn answer_text(
     format: AnswerFormat,
     answer: &ReleasedTable,
     state: &BudgetState,
+    replay: bool,
 ) -> Result<String> {
     Ok(match format {
         AnswerFormat::Table => {
+            let spent = if replay {
+                "replayed, nothing spent".to_string()
+            } else {
+                format!("spent ε = {}, δ = {}", answer.epsilon, small(answer.delta))
+            };
             let mut text = format!(
-                "{}\n{}% intervals · spent ε = {}, δ = {} · {}\n",
+                "{}\n{}% intervals · {spent} · {}\n",
                 answer.to_text(),
                 answer.confidence * 100.0,
-                answer.epsilon,
-                small(answer.delta),
                 budget_line(state)
             );
             for line in &answer.notes {
@@ -327,6 +368,7 @@ fn answer_text(
             let mut json = serde_json::to_value(answer).context("cannot encode the answer")?;
             json["remaining_epsilon"] = serde_json::json!(shown_epsilon(state.remaining_epsilon()));
             json["remaining_delta"] = serde_json::json!(state.remaining_delta());
+            json["replay"] = serde_json::json!(replay);
             if let Some(c) = state.concentrated {
                 json["concentrated"] = serde_json::json!(c);
             }

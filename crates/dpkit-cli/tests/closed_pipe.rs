@@ -61,6 +61,8 @@ fn queries_into_a_closed_pipe_exit_quietly_and_keep_their_charge() {
     let description = description();
     let sql = "SELECT sex, COUNT(*) AS n, AVG(age) AS mean_age FROM adult GROUP BY sex";
     for format in ["table", "csv", "json"] {
+        // Each format its own request: the same one again is replayed.
+        let sql = format!("{sql} -- {format}");
         let args = [
             "query",
             "--description",
@@ -71,7 +73,7 @@ fn queries_into_a_closed_pipe_exit_quietly_and_keep_their_charge() {
             "0.5",
             "--format",
             format,
-            sql,
+            &sql,
         ];
         let output = dpkit_into_closed_pipe(&args, "", Closed::Stdout);
         assert_quiet_success(&output, format);

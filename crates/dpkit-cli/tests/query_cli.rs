@@ -501,14 +501,17 @@ fn bad_queries_get_one_error_line_spend_nothing_and_echo_no_data() {
 #[test]
 fn the_budget_runs_out_and_then_refuses() {
     let ledger = fresh_ledger("exhaust");
-    let count = "SELECT COUNT(*) FROM adult";
-    for _ in 0..2 {
+    // Three requests (the same one again would be replayed, free).
+    let count = |run: u32| format!("SELECT COUNT(*) AS n{run} FROM adult");
+    for run in 0..2 {
         assert_eq!(
-            query(&ledger, &["--epsilon", "4"], count).status.code(),
+            query(&ledger, &["--epsilon", "4"], &count(run))
+                .status
+                .code(),
             Some(0)
         );
     }
-    let refused = query(&ledger, &["--epsilon", "4"], count);
+    let refused = query(&ledger, &["--epsilon", "4"], &count(2));
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         String::from_utf8(refused.stderr)
@@ -697,7 +700,12 @@ fn over_many_runs_the_binarys_95_percent_intervals_cover_about_95_percent() {
     // sum's (discrete staircase) covers 0.9500: 93–97% is ±5.6σ. Both fail
     // a correct build less than once in 10⁷ runs; 90% or 99% intervals fail.
     let (mut covered, mut total) = ([0u64; 2], 0u64);
-    for _ in 0..50 {
+    for run in 0..50 {
+        // Each run its own request: the same one again would be replayed.
+        let sql = format!(
+            "SELECT age, COUNT(*) AS n, SUM(\"hours-per-week\") AS hours FROM adult GROUP BY age \
+             -- run {run}"
+        );
         let output = dpkit(&[
             "query",
             "--description",
@@ -706,7 +714,7 @@ fn over_many_runs_the_binarys_95_percent_intervals_cover_about_95_percent() {
             "0.2",
             "--format",
             "json",
-            "SELECT age, COUNT(*) AS n, SUM(\"hours-per-week\") AS hours FROM adult GROUP BY age",
+            &sql,
         ]);
         assert_eq!(output.status.code(), Some(0), "{output:?}");
         let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -768,4 +776,30 @@ fn json_is_indented_on_a_terminal_and_one_line_in_a_pipe() {
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(value["columns"][0], "n");
     let _ = std::fs::remove_file(&ledger);
+}
+
+#[test]
+fn the_same_query_again_in_another_format_is_replayed_free() {
+    let ledger = fresh_ledger("replay");
+    let sql = "SELECT sex, COUNT(*) AS people FROM adult GROUP BY sex";
+    let first = answered(&ledger, &["--epsilon", "2", "--format", "json"], sql);
+    let again = answered(&ledger, &["--epsilon", "2", "--format", "json"], sql);
+    let value = |text: &str| -> serde_json::Value { serde_json::from_str(text).unwrap() };
+    let (first, again) = (value(&first), value(&again));
+    assert_eq!(
+        first["rows"], again["rows"],
+        "the kept answer, the same noise"
+    );
+    assert!(
+        again["notes"]
+            .to_string()
+            .contains("replayed from the ledger")
+    );
+    let csv = query(&ledger, &["--epsilon", "2", "--format", "csv"], sql);
+    assert_eq!(csv.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&csv.stderr).contains("replayed from the ledger"));
+    assert!(spent(&ledger).contains("spent ε = 2,"), "charged once");
+    // Another ε is another request: charged.
+    answered(&ledger, &["--epsilon", "1", "--format", "json"], sql);
+    assert!(spent(&ledger).contains("spent ε = 3,"));
 }

@@ -568,13 +568,46 @@ impl QueryEngine {
         let started = std::time::Instant::now();
         let query = self.plan(sql)?;
         let outcome = self.answer_planned(&query, sql, settings, ledger, rng);
+        self.hold(&query, deadlines, started)?;
+        outcome
+    }
+
+    /// [`QueryEngine::answer_once`] released as
+    /// [`QueryEngine::answer_by_deadline`] releases: a replay of a kept
+    /// answer, which reads no data, leaves at once; a run waits for its
+    /// deadline.
+    pub fn answer_once_by_deadline<R: CryptoRng + ?Sized>(
+        &self,
+        sql: &str,
+        settings: &ReleaseSettings,
+        (ledger, request): (&Ledger, &str),
+        deadlines: &crate::timing::Deadlines,
+        rng: &mut R,
+    ) -> Result<OnceAnswer> {
+        let started = std::time::Instant::now();
+        let query = Arc::new(self.plan(sql)?);
+        let planned = || Ok(query.clone());
+        let outcome = self.answer_once_planned(planned, sql, settings, ledger, request, rng);
+        if !matches!(&outcome, Ok(once) if once.replay) {
+            self.hold(&query, deadlines, started)?;
+        }
+        outcome
+    }
+
+    /// Sleeps until the release time of `query`, which began at `started`.
+    fn hold(
+        &self,
+        query: &PrivateQuery,
+        deadlines: &crate::timing::Deadlines,
+        started: std::time::Instant,
+    ) -> Result<()> {
         let release = deadlines
             .release_time(query.work(), self.description.public_rows)?
             .release_after(started.elapsed())?;
         std::thread::sleep(
             (started + release).saturating_duration_since(std::time::Instant::now()),
         );
-        outcome
+        Ok(())
     }
 
     /// Runs `query` under its committed `charge` and releases the answer:

@@ -201,8 +201,9 @@ fn open(entry: &DatasetConfig, config: &Config) -> Result<Dataset> {
     })
 }
 
-/// A digest of the description's text and each data file's size and time.
-fn fingerprint(description: &Path, data: &[&Path]) -> Result<String> {
+/// A digest of the description's text and each data file's size and time:
+/// what a kept answer is kept for (the command line's replays use it too).
+pub fn fingerprint(description: &Path, data: &[&Path]) -> Result<String> {
     let text = std::fs::read(description)
         .map_err(|e| ServeError::Config(format!("cannot read {}: {e}", description.display())))?;
     let mut digest = Sha256::new();

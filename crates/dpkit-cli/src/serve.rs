@@ -232,7 +232,7 @@ fn demo_key(config: &Config) -> Result<String> {
         grant(
             &config.store(),
             "demo",
-            &description.table,
+            &entry.served_name(&description),
             description.budget_epsilon,
             description.budget_delta,
         )?;
@@ -290,20 +290,21 @@ fn analyst(config: &Config, action: &AnalystAction) -> Result<()> {
     }
 }
 
-/// The served dataset `name` (each is named by its description's main
-/// table), or a refusal that lists the names there are.
+/// The served dataset `name` (its `name` in the configuration, else its
+/// description's main table's), or a refusal that lists the names there are.
 fn dataset(config: &Config, name: &str) -> Result<Description> {
     let mut names = Vec::with_capacity(config.datasets.len());
     for entry in &config.datasets {
         let description = Description::load(&entry.description)?;
-        if description.table == name {
+        let served = entry.served_name(&description);
+        if served == name {
             return Ok(description);
         }
-        names.push(description.table);
+        names.push(served);
     }
     bail!(
         "no dataset named {name} in the configuration: its datasets are {} (each is named by \
-         its description's [table] name)",
+         its `name` in the configuration, else by its description's [table] name)",
         names.join(", ")
     )
 }
@@ -338,7 +339,7 @@ fn list(config: &Config, analysts: &Analysts) -> Result<()> {
             row.name, row.created
         ));
         for entry in &config.datasets {
-            let table = Description::load(&entry.description)?.table;
+            let table = entry.served_name(&Description::load(&entry.description)?);
             let account = account(&row.name, &table);
             if let Some(state) = Ledger::account_state_in(&config.store(), &account)? {
                 text.push_str(&format!(

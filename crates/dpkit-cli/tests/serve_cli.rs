@@ -949,3 +949,35 @@ fn a_server_answers_on_after_its_postgresql_state_restarts() {
     assert!(err.contains("pg_dump"), "{err}");
     std::fs::remove_dir_all(&folder).unwrap();
 }
+
+#[test]
+fn a_dataset_may_be_served_under_a_name_of_its_own() {
+    // issue 67: the dataset took its main table's name (planes, for
+    // flights); `name` in serve.toml names it.
+    let folder = setup("named");
+    let config = std::fs::read_to_string(folder.join("serve.toml")).unwrap();
+    let named = config.replacen("[[datasets]]\n", "[[datasets]]\nname = \"census\"\n", 1);
+    assert_ne!(named, config);
+    std::fs::write(folder.join("serve.toml"), named).unwrap();
+    let add = |dataset: &str| {
+        serve_command(
+            &folder,
+            &[
+                "analyst",
+                "add",
+                "ann",
+                "--dataset",
+                dataset,
+                "--epsilon",
+                "2",
+            ],
+        )
+    };
+    let (ok, _, err) = add("adult");
+    assert!(!ok && err.contains("its datasets are census"), "{err}");
+    let (ok, _, err) = add("census");
+    assert!(ok, "{err}");
+    let (ok, out, _) = serve_command(&folder, &["analyst", "list"]);
+    assert!(ok && out.contains("  census: spent ε = 0 of 2"), "{out}");
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -52,9 +52,21 @@ pub struct Config {
 pub struct DatasetConfig {
     /// The description (TOML); its table name is the dataset's name.
     pub description: PathBuf,
+    /// The name analysts ask for it by (default: its table's name).
+    pub name: Option<String>,
     /// Read the whole table into memory at start (refused at start if it
     /// does not parse, or is larger than `max_in_memory_megabytes`).
     pub in_memory: bool,
+}
+
+impl DatasetConfig {
+    /// The name analysts ask for the dataset by: `name` in the
+    /// configuration, else the description's main table's.
+    pub fn served_name(&self, description: &dpkit_query::Description) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| description.table.clone())
+    }
 }
 
 /// The state in a PostgreSQL database.
@@ -163,8 +175,25 @@ struct RawOperations {
 #[serde(deny_unknown_fields)]
 struct RawDataset {
     description: PathBuf,
+    name: Option<String>,
     #[serde(default = "yes")]
     in_memory: bool,
+}
+
+/// A dataset's `name`: 1 to 64 letters, digits, `_` or `-` (it names
+/// accounts and appears in requests).
+fn checked_name(name: String) -> Result<String> {
+    let fits = (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if fits {
+        Ok(name)
+    } else {
+        Err(ServeError::Config(
+            "a dataset's name is 1 to 64 letters, digits, _ or -".into(),
+        ))
+    }
 }
 
 fn default_address() -> String {
@@ -210,11 +239,14 @@ impl Config {
             datasets: raw
                 .datasets
                 .into_iter()
-                .map(|d| DatasetConfig {
-                    description: base.join(d.description),
-                    in_memory: d.in_memory,
+                .map(|d| {
+                    Ok(DatasetConfig {
+                        description: base.join(d.description),
+                        name: d.name.map(checked_name).transpose()?,
+                        in_memory: d.in_memory,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
             limits: raw.limits,
             operations,
         })
@@ -441,6 +473,8 @@ mod tests {
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection = 'x'\nconnections = 0",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[limits]\nworkers = 4\n[state_postgres]\nconnection = 'x'\nconnections = 4",
             "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\n[state_postgres]\nconnection_env = 'DPKIT_NO_SUCH_VARIABLE'",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\nname = ''",
+            "state_dir = 's'\n[[datasets]]\ndescription = 'a.toml'\nname = 'two words'",
         ] {
             let error = Config::from_toml(text, Path::new("/x"))
                 .unwrap_err()

@@ -178,7 +178,8 @@ fn open(entry: &DatasetConfig, config: &Config) -> Result<Dataset> {
     };
     let description = Description::load(&entry.description).map_err(|e| failed(e.into()))?;
     let fingerprint = fingerprint(&entry.description, &description.data_files())?;
-    let public = PublicDescription::of(&description);
+    let mut public = PublicDescription::of(&description);
+    public.name = entry.served_name(&description);
     let size: u64 = (description.data_files().iter())
         .map(|file| std::fs::metadata(file).map_or(0, |m| m.len()))
         .sum();

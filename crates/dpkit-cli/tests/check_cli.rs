@@ -188,3 +188,85 @@ fn a_text_id_past_its_max_length_is_reported_as_no_ones() {
     );
     std::fs::remove_dir_all(&folder).unwrap();
 }
+
+/// Penguins whose `sex` and `mass` mark missing values with `NA`, and
+/// `year` with -999.
+const MARKED: &str = "species,sex,mass,year\n\
+    Adelie,male,3750,2007\n\
+    Adelie,NA,NA,-999\n\
+    Gentoo,female,5000,2008\n\
+    Gentoo,,4800,2009\n\
+    Chinstrap,NA,3500,2007\n";
+
+fn marked(folder: &Path, missing: &str) -> String {
+    std::fs::write(folder.join("marked.csv"), MARKED).unwrap();
+    let toml = format!(
+        "[table]\nname = \"p\"\nfile = \"marked.csv\"\n{missing}\n\
+         [privacy_unit]\nkind = \"row\"\n[budget]\nepsilon = 1000.0\n\
+         [columns.sex]\ntype = \"text\"\ndomain = [\"female\", \"male\"]\n\
+         [columns.mass]\ntype = \"integer\"\nbounds = [2000, 7000]\n\
+         [columns.year]\ntype = \"integer\"\nbounds = [2007, 2009]\n"
+    );
+    let path = folder.join(format!("marked{}.toml", missing.len()));
+    std::fs::write(&path, toml).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// One rule for every type (issue 67, point 6): the description's `missing`
+/// markers are NULL in text and number columns alike, for queries and for
+/// `dpkit check`; without them, `NA` is a value of a text column.
+#[test]
+fn declared_missing_markers_are_null_in_every_column() {
+    let folder = folder("marked");
+    let counts = |description: &str| {
+        let ledger = folder.join(format!("{}.ledger", description.len()));
+        let output = dpkit(&[
+            "query",
+            "--description",
+            description,
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--epsilon",
+            "500",
+            "--format",
+            "csv",
+            "SELECT COUNT(sex) AS s, COUNT(mass) AS m, COUNT(year) AS y FROM p",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let declared = marked(&folder, "missing = [\"\", \"NA\", \"-999\"]");
+    // At ε = 500 a count's geometric noise is 0 but with probability e^-500.
+    let answer = counts(&declared);
+    assert!(
+        answer
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("2,2,2,4,4,4,4,4,4"),
+        "{answer}"
+    );
+    let checked = dpkit(&["check", "--description", &declared]);
+    let said = String::from_utf8(checked.stdout).unwrap();
+    assert_eq!(checked.status.code(), Some(0), "{said}");
+    let line = |column: &str| {
+        said.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{column} ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("sex").ends_with(" 2 present"), "{said}");
+    assert!(line("year").ends_with(" 4 present"), "{said}");
+    // Without the markers, a text column's NA is a value (outside the domain).
+    let plain = marked(&folder, "");
+    let answer = counts(&plain);
+    assert!(
+        answer
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("4,4,4,4,4,4,5,5,5"),
+        "{answer}"
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -95,6 +95,10 @@ pub struct Description {
     /// same people as the table's, each naming its person in a column of
     /// its own. Queries join them with each other on that column.
     pub private: BTreeMap<String, PrivateTable>,
+    /// What a field of the description's CSV files holds when its value is
+    /// missing (`[table] missing = ["", "NA"]`): read as NULL in every
+    /// column, whatever its type. Default: the empty field alone.
+    pub missing: Vec<String>,
 }
 
 /// A further private table: rows about the people the privacy unit's
@@ -345,6 +349,7 @@ struct RawTable {
     spark: Option<String>,
     source_table: Option<String>,
     people: Option<u64>,
+    missing: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -429,6 +434,8 @@ impl Description {
         check_group_bounds(bounds, &privacy_unit, most_rows)?;
         check_people(raw.table.people, most_rows)?;
         check_budget(&raw.budget)?;
+        let missing = raw.table.missing.unwrap_or_else(|| vec![String::new()]);
+        check_missing(&missing)?;
         let columns = columns_facts(raw.columns)?;
         if let PrivacyUnit::Id { column, .. } = &privacy_unit {
             check_person(columns.get(column), &format!("the id column '{column}'"))?;
@@ -457,6 +464,7 @@ impl Description {
             columns,
             public,
             private,
+            missing,
         })
     }
 
@@ -947,6 +955,23 @@ fn check_people(people: Option<u64>, rows_per_person: u64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Missing-value markers: 1 to 16, each at most 64 characters, on one line.
+fn check_missing(missing: &[String]) -> Result<()> {
+    let fits = (1..=16).contains(&missing.len())
+        && missing
+            .iter()
+            .all(|m| m.chars().count() <= 64 && !m.contains(['\n', '\r', '"', ',']));
+    if fits {
+        Ok(())
+    } else {
+        Err(invalid(
+            "table missing lists 1 to 16 markers of at most 64 characters, without a quote, \
+             a comma or a line break (\"\" is the empty field)"
+                .into(),
+        ))
+    }
 }
 
 fn check_budget(budget: &RawBudget) -> Result<()> {

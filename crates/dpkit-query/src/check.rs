@@ -252,13 +252,16 @@ fn planned_columns(description: &Description, raw: &DataFrame) -> Vec<PlannedCol
                 field.data_type(),
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
             );
-            let present = presence(value.clone(), textual, facts.kind);
+            let present = presence(value.clone(), textual, facts.kind, &description.missing);
             let typed = try_cast(value, declared_type(facts.kind));
             let mut checks = vec![(
                 Finding::NotOfType,
                 present.clone().and(typed.clone().is_null()),
             )];
-            checks.extend(fact_checks(typed, facts));
+            // A missing value is never out of bounds or of the domain.
+            let missing_aside =
+                |(finding, test): (Finding, Expr)| (finding, present.clone().and(test));
+            checks.extend(fact_checks(typed, facts).into_iter().map(missing_aside));
             Some(PlannedColumn {
                 name: field.name().clone(),
                 kind: facts.kind,
@@ -269,14 +272,22 @@ fn planned_columns(description: &Description, raw: &DataFrame) -> Vec<PlannedCol
         .collect()
 }
 
-/// A value is present unless NULL, an empty field, or, in a column of
-/// numbers, a missing-value marker.
-fn presence(value: Expr, textual: bool, kind: ColumnKind) -> Expr {
+/// A value is present unless NULL, an empty field, one of the
+/// description's `missing` markers (in any column, as queries read them),
+/// or, in a column of numbers, a common missing-value marker.
+fn presence(value: Expr, textual: bool, kind: ColumnKind, declared: &[String]) -> Expr {
     let mut present = value.clone().is_not_null();
     if textual {
         present = present.and(value.clone().not_eq(lit("")));
+        let mut markers: Vec<Expr> = declared
+            .iter()
+            .filter(|m| !m.is_empty())
+            .map(|m| lit(m.as_str()))
+            .collect();
         if kind != ColumnKind::Text {
-            let markers = MISSING_MARKERS.iter().map(|m| lit(*m)).collect();
+            markers.extend(MISSING_MARKERS.iter().map(|m| lit(*m)));
+        }
+        if !markers.is_empty() {
             present = present.and(value.in_list(markers, true));
         }
     }

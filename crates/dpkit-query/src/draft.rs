@@ -18,6 +18,7 @@ use dpkit_description::ColumnKind;
 pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
     let names = crate::private_table::csv_header(csv_path)?;
     let kinds = drafted_kinds(csv_path, &names)?;
+    let missing = missing_line(&names, &kinds);
     let file_name = csv_path.file_name().map_or_else(
         || csv_path.display().to_string(),
         |f| f.to_string_lossy().into_owned(),
@@ -26,7 +27,7 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
         "# Drafted by `dpkit describe` from the header of {file_name}.\n\
          # Fill in what is PUBLIC knowledge: bounds and domains must not come from the data.\n\
          # Then `dpkit check --description <this file>` reads the data against it.\n\n\
-         [table]\nname = \"{table}\"\nfile = \"{file_name}\"\n\n\
+         [table]\nname = \"{table}\"\nfile = \"{file_name}\"\n{missing}\n\
          # One row per person. If a person can have several rows, use instead:\n\
          # kind = \"id\", column = \"person_id\", max_rows_per_person = 5\n\
          [privacy_unit]\nkind = \"row\"\n\n\
@@ -65,6 +66,37 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
         }
     }
     Ok(draft)
+}
+
+/// The `missing` line of the draft: the empty field and every common marker
+/// seen in the first rows, with the columns it was seen in, for the
+/// curator to confirm (a marker may be a real value: Adult's `?`).
+fn missing_line(names: &[String], kinds: &[Drafted]) -> String {
+    let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, drafted) in names.iter().zip(kinds) {
+        for marker in &drafted.markers {
+            match seen.iter_mut().find(|(m, _)| m == marker) {
+                Some((_, columns)) => columns.push(name),
+                None => seen.push((marker, vec![name])),
+            }
+        }
+    }
+    if seen.is_empty() {
+        return String::new();
+    }
+    let found: Vec<String> = seen
+        .iter()
+        .map(|(marker, columns)| format!("{marker} in {}", columns.join(", ")))
+        .collect();
+    let markers: Vec<String> = std::iter::once("\"\"".to_string())
+        .chain(seen.iter().map(|(m, _)| format!("{m:?}")))
+        .collect();
+    format!(
+        "# Missing values, read as NULL in every column whatever its type. Seen in the\n\
+         # first rows: {}. Remove a marker that is a real value.\nmissing = [{}]\n",
+        found.join("; "),
+        markers.join(", ")
+    )
 }
 
 /// Rows of the file `dpkit describe` reads to draft each column's type.
@@ -188,8 +220,13 @@ mod tests {
             assert!(draft.contains(&line), "{line} in {draft}");
         }
         assert!(draft.contains("# NA marks a missing value here"), "{draft}");
+        assert!(
+            draft.contains("missing = [\"\", \"NA\"]") && draft.contains("NA in mass"),
+            "{draft}"
+        );
         let description = Description::from_toml(&draft, &folder).unwrap();
         assert_eq!(description.columns.len(), 5);
+        assert_eq!(description.missing, ["", "NA"]);
         std::fs::remove_dir_all(&folder).unwrap();
     }
 }

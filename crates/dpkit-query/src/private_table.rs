@@ -218,13 +218,58 @@ pub(crate) fn typed_column(description: &Description, name: &str) -> Expr {
     let facts = description.column(name);
     let person =
         matches!(&description.privacy_unit, PrivacyUnit::Id { column, .. } if column == name);
-    match facts {
+    let typed = match facts {
         Some(facts) if person && facts.kind == ColumnKind::Text => {
             whole_or_no_one(name, facts.max_length())
         }
         Some(facts) if person && facts.kind == ColumnKind::Integer => own_integer_or_no_one(name),
         _ => typed_as(name, facts),
+    };
+    let kind = facts.map_or(ColumnKind::Text, |f| f.kind);
+    markers_as_null(typed, name, kind, &description.missing)
+}
+
+/// `typed` (the column `name` as read), NULL where it is one of the
+/// description's `missing` markers: compared after the column is typed and
+/// cut, so that the comparison costs what a bounded value costs. A number
+/// column compares the markers that read as its numbers (the others do not
+/// parse, so they are NULL already); the empty field is NULL as read.
+fn markers_as_null(typed: Expr, name: &str, kind: ColumnKind, missing: &[String]) -> Expr {
+    use datafusion::common::ScalarValue;
+    let marked = missing.iter().filter(|m| !m.is_empty());
+    let (markers, null): (Vec<ScalarValue>, ScalarValue) = match kind {
+        ColumnKind::Text => (
+            marked.map(|m| ScalarValue::Utf8(Some(m.clone()))).collect(),
+            ScalarValue::Utf8(None),
+        ),
+        ColumnKind::Integer => (
+            marked
+                .filter_map(|m| m.trim().parse::<i64>().ok())
+                .map(|m| ScalarValue::Int64(Some(m)))
+                .collect(),
+            ScalarValue::Int64(None),
+        ),
+        ColumnKind::Real => (
+            marked
+                .filter_map(|m| m.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+                .map(|m| ScalarValue::Float64(Some(m)))
+                .collect(),
+            ScalarValue::Float64(None),
+        ),
+    };
+    if markers.is_empty() {
+        return typed;
     }
+    let value = typed.unalias();
+    let matched = markers
+        .into_iter()
+        .map(|m| value.clone().eq(Expr::Literal(m, None)))
+        .reduce(Expr::or)
+        .expect("at least one marker");
+    datafusion::logical_expr::when(matched, Expr::Literal(null, None))
+        .otherwise(value)
+        .map_or_else(|_| column(name), |case| case)
+        .alias(name)
 }
 
 /// An integer person column as the view reads it: the integer, or NULL

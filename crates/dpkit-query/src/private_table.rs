@@ -266,10 +266,14 @@ fn markers_as_null(typed: Expr, name: &str, kind: ColumnKind, missing: &[String]
         .map(|m| value.clone().eq(Expr::Literal(m, None)))
         .reduce(Expr::or)
         .expect("at least one marker");
-    datafusion::logical_expr::when(matched, Expr::Literal(null, None))
-        .otherwise(value)
-        .map_or_else(|_| column(name), |case| case)
-        .alias(name)
+    // `otherwise` fails only on a CASE without branches, which this is not;
+    // were it to, the column would be read without its markers.
+    match datafusion::logical_expr::when(matched, Expr::Literal(null, None))
+        .otherwise(value.clone())
+    {
+        Ok(case) => case.alias(name),
+        Err(_) => value.alias(name),
+    }
 }
 
 /// An integer person column as the view reads it: the integer, or NULL

@@ -803,3 +803,41 @@ fn the_same_query_again_in_another_format_is_replayed_free() {
     answered(&ledger, &["--epsilon", "1", "--format", "json"], sql);
     assert!(spent(&ledger).contains("spent ε = 3,"));
 }
+
+#[test]
+fn groups_of_a_public_domain_that_may_be_empty_are_named() {
+    // issue 67, point 3: every key of a public domain is released, with
+    // rows or not; a group whose count interval reaches 0 is marked.
+    let (folder, description) = description_with_budget("empty-groups", "10");
+    let text = std::fs::read_to_string(&description).unwrap();
+    let widened = text.replace(
+        "domain = [\"Female\", \"Male\"]",
+        "domain = [\"Female\", \"Male\", \"Other\"]",
+    );
+    assert_ne!(widened, text);
+    std::fs::write(&description, widened).unwrap();
+    // At a 1 − 10⁻⁶ confidence the interval of Other's true 0 reaches 0
+    // but with probability below 10⁻⁶, and those of 10,000 people never.
+    let output = dpkit(&[
+        "query",
+        "--description",
+        &description,
+        "--epsilon",
+        "1",
+        "--confidence",
+        "0.999999",
+        "--format",
+        "json",
+        "SELECT sex, COUNT(*) AS n FROM adult GROUP BY sex",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let notes = answer["notes"].to_string();
+    assert!(
+        notes.contains(
+            "these 1 of the 3 shown may hold no rows (their `n` interval reaches 0): Other"
+        ),
+        "{notes}"
+    );
+    std::fs::remove_dir_all(&folder).unwrap();
+}

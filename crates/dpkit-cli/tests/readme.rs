@@ -28,3 +28,22 @@ fn the_first_command_shows_the_builds_progress_and_says_how_long_it_takes() {
     );
     assert!(before.contains("cargo shows its progress"), "{before}");
 }
+
+/// The book helps choose the caps (issue 67, point 9): the descriptions
+/// page has the section, measured, and the cap's key links to it.
+#[test]
+fn the_book_says_how_to_choose_the_caps() {
+    let page = std::fs::read_to_string(format!(
+        "{}/../../docs/book/src/query/descriptions.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    assert!(page.contains("\n## Choosing the caps\n"));
+    let key = page
+        .lines()
+        .find(|l| l.starts_with("| `[privacy_unit] column`, `max_rows_per_person`"))
+        .unwrap();
+    assert!(key.contains("(#choosing-the-caps)"), "{key}");
+    let section = page.split("\n## Choosing the caps\n").nth(1).unwrap();
+    assert!(section.contains("--target-error") && section.contains("| k | people over k |"));
+}

@@ -11,7 +11,7 @@ use rand_core::CryptoRng;
 use dpkit_core::lattice::GridValue;
 
 use crate::error::Result;
-use crate::measured::{KeySelection, MeasuredQuery, OutputColumn, QuantileRole};
+use crate::measured::{AggregateKind, KeySelection, MeasuredQuery, OutputColumn, QuantileRole};
 use crate::noise_plan::Noise;
 use crate::noise_plan::NoisePlan;
 use crate::{Cell, ReleasedTable};
@@ -257,6 +257,8 @@ pub fn release<R: CryptoRng + ?Sized>(
     if let Some(limit) = query.limit {
         rows.truncate(limit);
     }
+    let mut notes = answer_notes(query, plan);
+    notes.extend(possibly_empty(query, &rows));
     Ok(ReleasedTable {
         columns: query.outputs.iter().map(|(name, _)| name.clone()).collect(),
         released: query
@@ -268,8 +270,64 @@ pub fn release<R: CryptoRng + ?Sized>(
         confidence,
         epsilon: plan.cost.epsilon(),
         delta: plan.cost.delta(),
-        notes: answer_notes(query, plan),
+        notes,
     })
+}
+
+/// The most groups a note names as possibly empty; the rest are counted.
+const NAMED_EMPTY: usize = 10;
+
+/// With keys from a public domain (every key released, with rows or not),
+/// the released groups whose row count's interval reaches 0: they may
+/// hold no rows (issue 67: a public table's 1,440 airports, 12 of the
+/// noisy top 50 without a flight). Read off the released intervals alone:
+/// post-processing.
+fn possibly_empty(query: &MeasuredQuery, rows: &[Vec<Cell>]) -> Option<String> {
+    if !matches!(query.keys, KeySelection::Domain(_)) {
+        return None;
+    }
+    let count = query.outputs.iter().position(|(_, output)| {
+        matches!(output, OutputColumn::Aggregate(a)
+            if matches!(query.aggregates[*a].kind, AggregateKind::CountRows | AggregateKind::CountPeople))
+    })?;
+    let keys: Vec<usize> = (query.outputs.iter().enumerate())
+        .filter(|(_, (_, output))| matches!(output, OutputColumn::Group(_)))
+        .map(|(i, _)| i)
+        .collect();
+    let empty: Vec<String> = rows
+        .iter()
+        .filter(|row| matches!(row[count], Cell::Value { low, .. } if low <= 0.0))
+        .map(|row| {
+            let key: Vec<String> = keys
+                .iter()
+                .map(|&k| match &row[k] {
+                    Cell::Key(text) => text.clone(),
+                    Cell::Value { value, .. } => value.to_string(),
+                })
+                .collect();
+            key.join(" / ")
+        })
+        .collect();
+    if empty.is_empty() {
+        return None;
+    }
+    let named = empty
+        .iter()
+        .take(NAMED_EMPTY)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match empty.len().saturating_sub(NAMED_EMPTY) {
+        0 => String::new(),
+        rest => format!(" and {rest} more"),
+    };
+    Some(format!(
+        "every group of the public domain is released, with rows or not; these {} of the {} \
+         shown may hold no rows (their `{}` interval reaches 0): {named}{more}",
+        empty.len(),
+        rows.len(),
+        query.outputs[count].0
+    ))
 }
 
 /// Whether HAVING, if any, holds for the released row (key and every

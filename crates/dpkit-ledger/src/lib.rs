@@ -1043,7 +1043,10 @@ fn read_state(sql: &dyn Sql, account: &str) -> std::result::Result<BudgetState, 
 /// Refuses `cost` (`units` of ε) unless the account's filter admits it:
 /// plain sums (with checked arithmetic: sums a ledger cannot hold are
 /// refused, not wrapped) or, for accounts that keep one, the concentrated
-/// accountant. The refusal names the plain sums, which every account keeps.
+/// accountant. The refusal names the concentrated accountant when it keeps
+/// the account and could have paid for the query in its form (issue 67:
+/// past plain sums, blaming ε alone read like an overdraft), and the plain
+/// sums in every case.
 fn check_fits(totals: &Totals, units: i64, cost: Cost) -> Result<()> {
     if totals.kept_by_newer_dpkit() {
         return Err(LedgerError::Budget(
@@ -1064,7 +1067,28 @@ fn check_fits(totals: &Totals, units: i64, cost: Cost) -> Result<()> {
     if sums.is_ok() || filter.concentrated_fits(totals.concentrated, cost.concentrated) {
         return Ok(());
     }
-    sums
+    match (
+        filter.concentrated_rho(),
+        totals.concentrated,
+        cost.concentrated,
+        sums,
+    ) {
+        (Some(total), Some(spent), Some(needed), Err(LedgerError::Budget(plain))) => {
+            Err(LedgerError::Budget(format!(
+                "the concentrated accountant (zCDP), which pays for queries past plain sums, \
+                 has ρ = {} of {} left and the query needs ρ = {}; by plain sums, {plain}",
+                four_digits((total - spent.rho()).max(0.0)),
+                four_digits(total),
+                four_digits(needed.rho())
+            )))
+        }
+        (_, _, _, sums) => sums,
+    }
+}
+
+/// Four significant digits.
+fn four_digits(value: f64) -> String {
+    format!("{}", format!("{value:.3e}").parse::<f64>().unwrap_or(value))
 }
 
 /// Whether plain sums keep (ε, `total_delta`) after `cost`.
@@ -1439,9 +1463,19 @@ mod tests {
             concentrated: Some(count.concentrated(1).unwrap()),
         };
         let mut admitted = 0;
-        while ledger.charge(cost, "count").is_ok() {
-            admitted += 1;
-        }
+        let refusal = loop {
+            match ledger.charge(cost, "count") {
+                Ok(_) => admitted += 1,
+                Err(refusal) => break refusal.to_string(),
+            }
+        };
+        // The refusal names the accountant that ran out, past plain sums
+        // (issue 67: it blamed ε alone, "0 of 1 remains", like an overdraft).
+        assert!(
+            refusal.contains("the concentrated accountant (zCDP), which pays for queries past plain sums, has ρ = ")
+                && refusal.contains("; by plain sums, the query costs ε = 0.05 but only ε = 0 of 1 remains"),
+            "{refusal}"
+        );
         let state = ledger.state().unwrap();
         let concentrated = state.concentrated.unwrap();
         assert!(admitted > 100, "{admitted} admitted");

@@ -110,11 +110,19 @@ pub struct BudgetArgs {
 
 #[derive(Parser)]
 pub struct DescribeArgs {
-    /// The CSV file to describe (only its header and value types are read).
-    csv: PathBuf,
-    /// The table name queries will use (default: the file name).
-    #[arg(long)]
+    /// The CSV file(s) to describe (only their headers and their first
+    /// rows' value types are read). Several files about the same people
+    /// give one draft: the table holding the people, their other tables as
+    /// private ones and the rest as public ones, each role marked GUESSED.
+    #[arg(required = true, num_args = 1..)]
+    csv: Vec<PathBuf>,
+    /// The table name queries will use (default: the file name; one file).
+    #[arg(long, conflicts_with = "person")]
     name: Option<String>,
+    /// With several files: the column that says whose row it is (default:
+    /// guessed, a column named alike in two files with distinct values in one).
+    #[arg(long)]
+    person: Option<String>,
 }
 
 /// The analyst's ledger, created with the description's budget. With
@@ -401,13 +409,21 @@ pub fn budget(args: &BudgetArgs) -> Result<()> {
     ))
 }
 
-/// Prints a draft description of a CSV file.
+/// Prints a draft description of one CSV file, or of several about the
+/// same people.
 pub fn describe(args: &DescribeArgs) -> Result<()> {
-    let name = args.name.clone().unwrap_or_else(|| {
-        args.csv.file_stem().map_or("data".into(), |s| {
-            s.to_string_lossy()
-                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-        })
-    });
-    write_stdout(&draft_from_csv(&args.csv, &name)?)
+    if let [csv] = args.csv.as_slice()
+        && args.person.is_none()
+    {
+        let name = args
+            .name
+            .clone()
+            .unwrap_or_else(|| dpkit_query::draft::table_name(csv));
+        return write_stdout(&draft_from_csv(csv, &name)?);
+    }
+    let paths: Vec<&std::path::Path> = args.csv.iter().map(PathBuf::as_path).collect();
+    write_stdout(&dpkit_query::draft::draft_from_csvs(
+        &paths,
+        args.person.as_deref(),
+    )?)
 }

@@ -841,3 +841,37 @@ fn groups_of_a_public_domain_that_may_be_empty_are_named() {
     );
     std::fs::remove_dir_all(&folder).unwrap();
 }
+
+#[test]
+fn describe_drafts_several_files_about_the_same_people_in_one_description() {
+    // issue 67, point 7: four drafts were merged by hand.
+    let folder = std::env::temp_dir().join(format!("dpkit-cli-several-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = folder.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let planes = write("planes.csv", "tailnum,seats\nN1,180\nN2,150\n");
+    let flights = write("flights.csv", "tailnum,carrier\nN1,AA\nN1,UA\n");
+    let airlines = write("airlines.csv", "carrier,name\nAA,American\n");
+    let output = dpkit(&["describe", &flights, &planes, &airlines]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let draft = String::from_utf8(output.stdout).unwrap();
+    for part in [
+        "name = \"planes\"",
+        "[private.flights]",
+        "[public.airlines]",
+        "GUESSED",
+    ] {
+        assert!(draft.contains(part), "{part} in {draft}");
+    }
+    std::fs::write(folder.join("all.toml"), &draft).unwrap();
+    let checked = dpkit(&[
+        "check",
+        "--description",
+        folder.join("all.toml").to_str().unwrap(),
+    ]);
+    assert_eq!(checked.status.code(), Some(0), "{checked:?}");
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -7,6 +7,9 @@ use std::path::Path;
 use crate::error::{QueryError, Result};
 use dpkit_description::ColumnKind;
 
+mod several;
+pub use several::draft_from_csvs;
+
 /// A draft description for a CSV file, from its header row and the types of
 /// the values in its first rows. Bounds and domains are left as comments for
 /// a person to fill from public knowledge: they are never taken from the data.
@@ -33,17 +36,16 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
          [privacy_unit]\nkind = \"row\"\n\n\
          # Each analyst's total privacy budget.\n[budget]\nepsilon = 1.0\ndelta = 1e-6\n"
     );
-    for (name, drafted) in names.iter().zip(&kinds) {
-        let name = name.as_str();
-        let bare = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        let key = if bare {
-            name.to_string()
-        } else {
-            format!("\"{}\"", name.replace('"', "\\\""))
-        };
+    draft.push_str(&column_blocks("columns", &names, &kinds));
+    Ok(draft)
+}
+
+/// The `[PREFIX.NAME]` block of each column: its drafted type and the
+/// facts left for a person to fill in.
+fn column_blocks(prefix: &str, names: &[String], kinds: &[Drafted]) -> String {
+    let mut draft = String::new();
+    for (name, drafted) in names.iter().zip(kinds) {
+        let key = toml_key(name);
         let type_name = drafted.kind.name();
         let hint = match drafted.kind {
             ColumnKind::Integer => {
@@ -56,7 +58,7 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
             }
         };
         draft.push_str(&format!(
-            "\n[columns.{key}]\ntype = \"{type_name}\"\n{hint}\n"
+            "\n[{prefix}.{key}]\ntype = \"{type_name}\"\n{hint}\n"
         ));
         if drafted.kind != ColumnKind::Text && !drafted.markers.is_empty() {
             draft.push_str(&format!(
@@ -65,7 +67,7 @@ pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
             ));
         }
     }
-    Ok(draft)
+    draft
 }
 
 /// The `missing` line of the draft: the empty field and every common marker
@@ -107,6 +109,18 @@ const DRAFTED_ROWS: usize = 1000;
 /// converts to through the engine's own conversion (`TRY_CAST` from text),
 /// and text for a column with no value there ([`drafted_kind`]).
 fn drafted_kinds(csv_path: &Path, names: &[String]) -> Result<Vec<Drafted>> {
+    Ok(match first_rows(csv_path, names)? {
+        Some(batch) => batch.columns().iter().map(drafted_kind).collect(),
+        None => names.iter().map(|_| Drafted::text()).collect(),
+    })
+}
+
+/// The file's first [`DRAFTED_ROWS`] rows, every column as text (`None`
+/// when it has none).
+fn first_rows(
+    csv_path: &Path,
+    names: &[String],
+) -> Result<Option<datafusion::arrow::record_batch::RecordBatch>> {
     use datafusion::arrow::csv::ReaderBuilder;
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     let unreadable = || {
@@ -126,15 +140,7 @@ fn drafted_kinds(csv_path: &Path, names: &[String]) -> Result<Vec<Drafted>> {
         .with_batch_size(DRAFTED_ROWS)
         .build(file)
         .map_err(|_| unreadable())?;
-    let Some(batch) = reader.next() else {
-        let text = || Drafted {
-            kind: ColumnKind::Text,
-            markers: Vec::new(),
-        };
-        return Ok(names.iter().map(|_| text()).collect());
-    };
-    let batch = batch.map_err(|_| unreadable())?;
-    Ok(batch.columns().iter().map(drafted_kind).collect())
+    reader.next().transpose().map_err(|_| unreadable())
 }
 
 /// How data files commonly write a missing value (R's `NA`, Adult's `?`,
@@ -144,9 +150,42 @@ pub(crate) const MISSING_MARKERS: [&str; 8] =
     ["NA", "N/A", "n/a", "null", "NULL", "None", "?", "-"];
 
 /// A column's drafted type, and the missing-value markers found in it.
+#[derive(Clone)]
 struct Drafted {
     kind: ColumnKind,
     markers: Vec<&'static str>,
+}
+
+impl Drafted {
+    /// A text column without a marker (a file without rows).
+    fn text() -> Self {
+        Self {
+            kind: ColumnKind::Text,
+            markers: Vec::new(),
+        }
+    }
+}
+
+/// A table's name for a file: its stem, with every character but ASCII
+/// letters and digits as `_`.
+pub fn table_name(path: &Path) -> String {
+    path.file_stem().map_or("data".into(), |s| {
+        s.to_string_lossy()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    })
+}
+
+/// A column name as a TOML key: bare when it can be, else quoted.
+fn toml_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\\\""))
+    }
 }
 
 /// The narrowest type every value present in `column` (text) converts to,

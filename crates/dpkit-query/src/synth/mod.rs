@@ -283,8 +283,8 @@ impl Planned {
     pub fn explain(&self) -> Result<String> {
         let mut text = format!(
             "Synthetic table from {} by {}, {} column(s), each coded over a public domain (the \
-             last code is missing: an empty integer, or a text outside the domain; rows with \
-             an empty text are left out of the marginals over its column):\n",
+             last code is missing: an integer that is missing, or a text outside the domain; \
+             rows whose text is missing are left out of the marginals over its column):\n",
             self.table.table,
             match self.method {
                 Method::Mst(_) => "MST (McKenna, Miklau & Sheldon 2021)",

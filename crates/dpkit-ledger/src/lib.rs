@@ -1077,18 +1077,13 @@ fn check_fits(totals: &Totals, units: i64, cost: Cost) -> Result<()> {
             Err(LedgerError::Budget(format!(
                 "the concentrated accountant (zCDP), which pays for queries past plain sums, \
                  has ρ = {} of {} left and the query needs ρ = {}; by plain sums, {plain}",
-                four_digits((total - spent.rho()).max(0.0)),
-                four_digits(total),
-                four_digits(needed.rho())
+                significant((total - spent.rho()).max(0.0)),
+                significant(total),
+                significant(needed.rho())
             )))
         }
         (_, _, _, sums) => sums,
     }
-}
-
-/// Four significant digits.
-fn four_digits(value: f64) -> String {
-    format!("{}", format!("{value:.3e}").parse::<f64>().unwrap_or(value))
 }
 
 /// Whether plain sums keep (ε, `total_delta`) after `cost`.

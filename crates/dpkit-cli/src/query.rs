@@ -278,15 +278,12 @@ fn request_text(
     let description = engine.description();
     let files = description.data_files();
     let fingerprint = dpkit_serve::datasets::fingerprint(&args.ledger.description, &files)?;
-    Ok(format!(
-        "cli-v1\ndataset={}\nfingerprint={fingerprint}\nepsilon={:?}\ndelta={:?}\nmechanism={:?}\n\
-         confidence={:?}\nsql={}",
-        description.table,
-        settings.epsilon,
-        settings.delta,
-        settings.mechanism,
-        settings.confidence,
-        args.sql
+    Ok(dpkit_query::engine::request_text(
+        "cli-v1",
+        &description.table,
+        &fingerprint,
+        &args.sql,
+        settings,
     ))
 }
 

@@ -83,6 +83,35 @@ pub struct OnceAnswer {
     pub replay: bool,
 }
 
+/// The text a kept answer is kept under (see [`QueryEngine::answer_once`]):
+/// `tag` (which front end and format version), the dataset's name and
+/// fingerprint, every release setting and the SQL byte for byte. The
+/// service and the command line both build theirs here.
+///
+/// ```
+/// use dpkit_query::engine::request_text;
+/// use dpkit_query::{MechanismChoice, ReleaseSettings};
+/// let settings = ReleaseSettings { epsilon: 1.0, delta: 0.0, mechanism: MechanismChoice::Auto, confidence: 0.95 };
+/// assert_eq!(
+///     request_text("v1", "adult", "ab12", "SELECT COUNT(*) FROM adult", &settings),
+///     "v1\ndataset=adult\nfingerprint=ab12\nepsilon=1.0\ndelta=0.0\nmechanism=Auto\n\
+///      confidence=0.95\nsql=SELECT COUNT(*) FROM adult"
+/// );
+/// ```
+pub fn request_text(
+    tag: &str,
+    dataset: &str,
+    fingerprint: &str,
+    sql: &str,
+    settings: &ReleaseSettings,
+) -> String {
+    format!(
+        "{tag}\ndataset={dataset}\nfingerprint={fingerprint}\nepsilon={:?}\ndelta={:?}\n\
+         mechanism={:?}\nconfidence={:?}\nsql={sql}",
+        settings.epsilon, settings.delta, settings.mechanism, settings.confidence
+    )
+}
+
 /// A dataset opened for private queries.
 pub struct QueryEngine {
     description: Description,

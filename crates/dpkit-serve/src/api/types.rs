@@ -77,10 +77,8 @@ impl QueryRequest {
     /// The request as the replay cache compares it: every parameter, the
     /// dataset's fingerprint, and the SQL byte for byte.
     pub fn canonical(&self, fingerprint: &str) -> String {
-        format!(
-            "v1\ndataset={}\nfingerprint={fingerprint}\nepsilon={:?}\ndelta={:?}\nmechanism={:?}\nconfidence={:?}\nsql={}",
-            self.dataset, self.epsilon, self.delta, self.mechanism, self.confidence, self.sql
-        )
+        let settings = self.settings();
+        dpkit_query::engine::request_text("v1", &self.dataset, fingerprint, &self.sql, &settings)
     }
 }
 

@@ -32,7 +32,7 @@ pub(crate) struct Asked {
 /// ledger's total goes to `note`.
 fn synthesized(
     path: &Path,
-    asked: &Asked,
+    (asked, method): (&Asked, MethodName),
     (analyst, ledger_path): (&str, Option<PathBuf>),
     explain: bool,
     note: &mut Option<String>,
@@ -46,10 +46,6 @@ fn synthesized(
         only: asked.columns.clone(),
         without: asked.without.clone(),
         bins: Some(asked.bins),
-    };
-    let method = match asked.method.as_str() {
-        "aim" => MethodName::Aim,
-        _ => MethodName::Mst,
     };
     let planned = synth::plan(&engine, &columns, method, (asked.epsilon, asked.delta))?;
     if explain {
@@ -84,12 +80,18 @@ pub(crate) fn _synthesize(
     ledger: Option<PathBuf>,
     explain: bool,
 ) -> PyResult<String> {
-    if !["mst", "aim"].contains(&asked.method.as_str()) {
-        return Err(PyValueError::new_err("method must be mst or aim"));
-    }
+    let method = MethodName::from_name(&asked.method)
+        .ok_or_else(|| PyValueError::new_err("method must be mst or aim"))?;
     let mut note = None;
-    let done =
-        py.detach(|| synthesized(&description, &asked, (analyst, ledger), explain, &mut note));
+    let done = py.detach(|| {
+        synthesized(
+            &description,
+            (&asked, method),
+            (analyst, ledger),
+            explain,
+            &mut note,
+        )
+    });
     warn_of(py, note)?;
     done.map(|value| value.to_string()).map_err(query_error)
 }

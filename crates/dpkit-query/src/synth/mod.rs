@@ -71,6 +71,23 @@ pub enum MethodName {
     Aim,
 }
 
+impl MethodName {
+    /// The method `mst` or `aim` names, if either.
+    ///
+    /// ```
+    /// use dpkit_query::synth::MethodName;
+    /// assert_eq!(MethodName::from_name("aim"), Some(MethodName::Aim));
+    /// assert_eq!(MethodName::from_name("gan"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "mst" => Some(Self::Mst),
+            "aim" => Some(Self::Aim),
+            _ => None,
+        }
+    }
+}
+
 /// A synthetic table and what it released on the way.
 pub struct Synthesized {
     /// The rows, with the description's column types.

@@ -17,16 +17,6 @@ ADULT = REPOSITORY / "data/adult"
 SEXES = "SELECT sex, COUNT(*) AS people FROM adult GROUP BY sex"
 
 
-@pytest.fixture
-def description(tmp_path):
-    """Adult's description in a folder of its own, so its ledgers are the test's."""
-    text = (ADULT / "adult.toml").read_text()
-    text = text.replace('file = "adult.data.csv"', f'file = "{ADULT / "adult.data.csv"}"')
-    path = tmp_path / "adult.toml"
-    path.write_text(text)
-    return path
-
-
 def exact_sexes():
     with open(ADULT / "adult.data.csv", newline="") as data:
         rows = list(csv.DictReader(data))

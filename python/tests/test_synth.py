@@ -2,26 +2,11 @@
 pandas DataFrame with the description's types, charged once to the same
 ledger as the command line; refusals spend nothing."""
 
-import pathlib
-
-import pandas as pd
 import pytest
 
 import dpkit
 
-REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
-ADULT = REPOSITORY / "data/adult"
 COLUMNS = ["age", "sex", "race", "class"]
-
-
-@pytest.fixture
-def description(tmp_path):
-    """Adult's description in a folder of its own, so its ledgers are the test's."""
-    text = (ADULT / "adult.toml").read_text()
-    text = text.replace('file = "adult.data.csv"', f'file = "{ADULT / "adult.data.csv"}"')
-    path = tmp_path / "adult.toml"
-    path.write_text(text)
-    return path
 
 
 def test_a_synthetic_table_has_the_described_columns_and_types(description):

@@ -293,32 +293,12 @@ fn aim_writes_a_table_too_and_is_charged_once_for_all_its_rounds() {
         temp("aim.csv"),
     );
     let columns = "age,sex,race,relationship,class";
-    let explain = synth(
-        &description,
-        &ledger,
-        &[
-            "--epsilon",
-            "1",
-            "--method",
-            "aim",
-            "--columns",
-            columns,
-            "--explain",
-        ],
-    );
+    let aim = ["--epsilon", "1", "--method", "aim", "--columns", columns];
+    let explain = synth(&description, &ledger, &[&aim[..], &["--explain"]].concat());
     let said = text(&explain);
     assert!(said.contains("by AIM") && said.contains("then rounds until the budget is spent"));
     assert!(said.contains("Cost, charged once before any row is read: ε = 1, δ = 1e-9"));
-    let args = [
-        "--epsilon",
-        "1",
-        "--method",
-        "aim",
-        "--columns",
-        columns,
-        "--rows",
-        "500",
-    ];
+    let args = [&aim[..], &["--rows", "500"]].concat();
     let output = synth(
         &description,
         &ledger,

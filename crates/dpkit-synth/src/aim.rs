@@ -27,10 +27,11 @@ const MAX_SET_WIDTH: usize = 16;
 
 /// The most spread (`|ln(realised/ideal)|` within the windows) the
 /// measurements of one AIM run may add up to: a round that could pass it
-/// is not run. A draw spreads by 10⁻¹¹ to 10⁻⁹ (twice the sampler's bound,
-/// measured for σ from 0.5 to 10⁶), so this allows 10⁴ draws or more
-/// (Adult's run makes about 13,000); it costs at most 2·10⁻⁵ of ε. Known before the data is read, so the run's whole loss is
-/// ([`Aim::cost_bound`]).
+/// is not run. Known before the data is read, so the run's whole loss is
+/// ([`Aim::cost_bound`]). Each draw adds twice its sampler's
+/// `log_spread_bound`; `every_run_stays_within_the_loss_charged_before_it`
+/// runs AIM for many rounds within this bound. It adds at most 2·10⁻⁵ to
+/// the ε the run is charged.
 pub const MAX_SPREAD: f64 = 1e-5;
 /// The most tail (the chance of a draw outside its window) they may add up to.
 pub const MAX_TAIL: f64 = 1e-200;

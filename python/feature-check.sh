@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fails when building the wheel alone (as maturin does) would enable other
+# Fails when building the wheel alone (as maturin does), or the command alone
+# (as the README's first command and `cargo install` do), would enable other
 # features of a crate than building the whole workspace (as the tests do):
-# the wheel would then compile DataFusion a second time, for 13 minutes.
-# Prints the crates whose features differ. The workspace's own crates are
-# left out: their tests may switch on features the wheel does not ask for,
-# and rebuilding them takes about a minute, not DataFusion's thirteen.
+# that build would then compile Arrow and DataFusion a second time, for a
+# quarter of an hour and more. Prints the crates whose features differ. The
+# workspace's own crates are left out: their tests may switch on features the
+# wheel does not ask for, and rebuilding them takes about a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 features() {
@@ -12,17 +13,21 @@ features() {
         | grep -v ' feature ' | grep -v ' v[^ ]* (/' \
         | sed 's/ (\*)//; s/ (proc-macro)//' | sort -u
 }
-wheel="$(features -p dpkit-py)"
 workspace="$(features --workspace)"
-drift=""
-for package in $(awk '{print $1 "@" $2}' <<<"$wheel" | sort -u); do
-    name="${package%@*}" version="${package#*@}"
-    mine="$(grep "^$name $version " <<<"$wheel" || true)"
-    theirs="$(grep "^$name $version " <<<"$workspace" || true)"
-    [ "$mine" = "$theirs" ] || drift+="  ${name} ${version}: the wheel has [${mine#* * }], the workspace [${theirs#* * }]"$'\n'
+status=0
+for member in dpkit-py:python dpkit-cli:crates/dpkit-cli; do
+    alone="$(features -p "${member%%:*}")"
+    drift=""
+    for package in $(awk '{print $1 "@" $2}' <<<"$alone" | sort -u); do
+        name="${package%@*}" version="${package#*@}"
+        mine="$(grep "^$name $version " <<<"$alone" || true)"
+        theirs="$(grep "^$name $version " <<<"$workspace" || true)"
+        [ "$mine" = "$theirs" ] || drift+="  ${name} ${version}: alone [${mine#* * }], in the workspace [${theirs#* * }]"$'\n'
+    done
+    if [ -n "$drift" ]; then
+        echo "${member#*:}/Cargo.toml: enable the workspace's features of these crates, or building ${member%%:*} alone rebuilds DataFusion:" >&2
+        printf '%s' "$drift" >&2
+        status=1
+    fi
 done
-if [ -n "$drift" ]; then
-    echo "python/Cargo.toml: enable the workspace's features of these crates, or the wheel rebuilds DataFusion:" >&2
-    printf '%s' "$drift" >&2
-    exit 1
-fi
+exit "$status"

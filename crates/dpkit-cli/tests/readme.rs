@@ -47,3 +47,25 @@ fn the_book_says_how_to_choose_the_caps() {
     let section = page.split("\n## Choosing the caps\n").nth(1).unwrap();
     assert!(section.contains("--target-error") && section.contains("| k | people over k |"));
 }
+
+/// Every other way in reuses the first command's build (issue 67, point 2):
+/// `cargo install` builds from nothing in a folder of its own unless told
+/// the target folder, and the README says so, with the command that reuses
+/// it. (That the command alone and the wheel ask for the workspace's
+/// features, so that the folder's DataFusion fits them, is
+/// `python/feature-check.sh`'s check.)
+#[test]
+fn the_readmes_install_reuses_the_first_commands_build() {
+    let text = readme().replace('\n', " ");
+    let install = text
+        .split('`')
+        .find(|span| span.starts_with("cargo install --path crates/dpkit-cli"))
+        .unwrap();
+    assert!(install.contains("--profile dev"), "{install}");
+    assert!(install.contains("--locked"), "{install}");
+    assert!(
+        install.contains("--target-dir \"${CARGO_TARGET_DIR:-target}\""),
+        "{install}"
+    );
+    assert!(text.contains("pip install ./python"));
+}

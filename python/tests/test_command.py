@@ -31,7 +31,7 @@ def test_the_command_answers_a_query_with_its_error_bars(tmp_path):
     # noise pushes it past them, so it reads `n ± h` or `n [low, high]`.
     assert lines[0] == "people" and re.fullmatch(r"\d+ (± \d+|\[\d+, \d+\])", lines[2]), \
         done.stdout
-    assert "spent ε = 1, δ = 0" in done.stdout
+    assert "this query cost ε = 1, δ = 0 · left: ε = 9 of 10" in done.stdout
 
 
 def test_python_dash_m_is_the_same_command_with_the_same_exit_status(tmp_path):

@@ -162,34 +162,47 @@ pub(crate) fn note(text: &str) {
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
+/// The budget as `dpkit budget` details it: what plain sums have left, or,
+/// once they are past their share, what the concentrated accountant that
+/// pays now has left; and how many queries were charged.
 pub(crate) fn budget_line(state: &BudgetState) -> String {
-    let past = match state.concentrated {
-        Some(c) if state.past_plain_sums() => {
-            format!(
-                "; past plain sums, the concentrated accountant has spent {}",
-                c.text()
-            )
-        }
-        _ => String::new(),
-    };
-    let kept = if state.plain_delta < state.total_delta {
-        "the other half of δ backs the concentrated accountant; "
-    } else {
-        ""
-    };
-    format!(
-        "remaining ε = {} of {}, δ = {} of {} ({kept}{} {} charged{past})",
-        shown_epsilon(state.remaining_epsilon()),
-        shown_epsilon(state.total_epsilon),
-        small(state.remaining_delta()),
-        small(state.total_delta),
+    let charged = format!(
+        "{} {} charged",
         state.queries,
         if state.queries == 1 {
             "query"
         } else {
             "queries"
         }
+    );
+    if let Some(c) = state.concentrated.filter(|_| state.past_plain_sums()) {
+        return format!(
+            "left: {} (plain sums of ε are past their {}); {charged}",
+            c.left_text(),
+            shown_epsilon(state.total_epsilon)
+        );
+    }
+    let kept = if state.plain_delta < state.total_delta {
+        "the other half of δ backs the concentrated accountant; "
+    } else {
+        ""
+    };
+    format!(
+        "remaining ε = {} of {}, δ = {} of {} ({kept}{charged})",
+        shown_epsilon(state.remaining_epsilon()),
+        shown_epsilon(state.total_epsilon),
+        small(state.remaining_delta()),
+        small(state.total_delta),
     )
+}
+
+/// The budget under an answer (issue 67): what this release cost, and
+/// what is left as the accountant that pays for more like it sees it, with
+/// how many more (`left`, from [`Ledger::left_after`]; plain sums' ε when
+/// that could not be counted). `dpkit budget` and `--explain` give details.
+pub(crate) fn answer_budget_line(cost: &str, state: &BudgetState, left: Option<String>) -> String {
+    let left = left.unwrap_or_else(|| format!("ε = {}", state.plain_left_text()));
+    format!("{cost} · left: {left}")
 }
 
 /// δ-sized numbers: 0, or in exponent notation.
@@ -260,11 +273,23 @@ pub fn query(args: &QueryArgs) -> Result<()> {
             .push("the same query as before, replayed from the ledger: nothing was spent".into());
     }
     let state = ledger.state()?;
+    // What is left for more like it: planned again for its cost (a replay
+    // was not planned), from the description alone; plain ε if that fails.
+    let left = engine
+        .explain_with_cost(&args.sql, &settings)
+        .ok()
+        .and_then(|(_, cost)| ledger.left_after(cost).ok());
     if args.format == AnswerFormat::Csv {
         // CSV is for scripts: the notes go beside it, on standard error.
         answer.notes.iter().for_each(|text| note(text));
     }
-    write_stdout(&answer_text(args.format, &answer, &state, once.replay)?)
+    write_stdout(&answer_text(
+        args.format,
+        &answer,
+        &state,
+        once.replay,
+        left,
+    )?)
 }
 
 /// The request as the ledger keeps its answer: the query, its settings
@@ -349,19 +374,24 @@ fn answer_text(
     answer: &ReleasedTable,
     state: &BudgetState,
     replay: bool,
+    left: Option<String>,
 ) -> Result<String> {
     Ok(match format {
         AnswerFormat::Table => {
-            let spent = if replay {
+            let cost = if replay {
                 "replayed, nothing spent".to_string()
             } else {
-                format!("spent ε = {}, δ = {}", answer.epsilon, small(answer.delta))
+                format!(
+                    "this query cost ε = {}, δ = {}",
+                    answer.epsilon,
+                    small(answer.delta)
+                )
             };
             let mut text = format!(
-                "{}\n{}% intervals · {spent} · {}\n",
+                "{}\n{}% intervals · {}\n",
                 answer.to_text(),
                 answer.confidence * 100.0,
-                budget_line(state)
+                answer_budget_line(&cost, state, left)
             );
             for line in &answer.notes {
                 text.push_str(&format!("note: {line}\n"));

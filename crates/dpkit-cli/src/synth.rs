@@ -9,7 +9,7 @@ use dpkit_core::rng::SecureRng;
 use dpkit_query::synth::{self, Columns, MethodName};
 use dpkit_query::{Description, QueryEngine};
 
-use crate::query::{LedgerArgs, budget_line, ledger_path, open_ledger};
+use crate::query::{LedgerArgs, answer_budget_line, ledger_path, open_ledger};
 use crate::write_stdout;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -110,7 +110,7 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
     write_stdout(&format!(
         "wrote {} synthetic rows of {} columns to {}\n{} measured every column, then {}\n\
          1-way marginals against their noisy measurements: mean total-variation distance \
-         {:.4}, max {:.4}\nspent {} · {}\n",
+         {:.4}, max {:.4}\n{}\n",
         synthesized.rows.num_rows(),
         synthesized.rows.num_columns(),
         out.display(),
@@ -122,8 +122,11 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
         },
         fit.mean,
         fit.max,
-        planned.cost_text(),
-        budget_line(&ledger.state()?)
+        answer_budget_line(
+            &format!("this release cost {}", planned.cost_text()),
+            &ledger.state()?,
+            ledger.left_after(planned.cost).ok()
+        )
     ))?;
     if args.report_true {
         for way in 1..=3 {

@@ -74,7 +74,7 @@ fn the_main_job_prints_a_table_with_intervals_and_charges_the_ledger() {
         "{text}"
     );
     assert!(
-        text.contains("95% intervals") && text.contains("remaining ε = 9 of 10"),
+        text.contains("95% intervals · this query cost ε = 1, δ = 0 · left: ε = 9 of 10, enough for 9 more like it\n"),
         "{text}"
     );
     assert!(spent(&ledger).contains("spent ε = 1,"));
@@ -542,7 +542,7 @@ fn an_edited_budget_is_noted_and_granted_only_when_asked() {
     let count = "SELECT COUNT(*) FROM adult";
     let (answer, quiet) = run(&["query", "--epsilon", "0.25", count]);
     assert!(
-        answer.contains("remaining ε = 0.75 of 1,") && quiet.is_empty(),
+        answer.contains("left: ε = 0.75 of 1, enough for 3 more like it") && quiet.is_empty(),
         "{answer}{quiet}"
     );
     // The curator raises the budget in the file: the ledger keeps its total and says so.
@@ -564,7 +564,7 @@ fn an_edited_budget_is_noted_and_granted_only_when_asked() {
     description_with_budget("edited", "0.1");
     let (lowered, _) = run(&["budget", "--grant"]);
     assert!(
-        lowered.contains("spent ε = 0.25, δ = 0; remaining ε = 0 of 0.1,"),
+        lowered.contains("spent ε = 0.25, δ = 0; left: ρ = 0 of 0.0003761 by zCDP (plain sums of ε are past their 0.1)"),
         "{lowered}"
     );
     let ledger = ledger.to_str().unwrap();
@@ -874,4 +874,59 @@ fn describe_drafts_several_files_about_the_same_people_in_one_description() {
     ]);
     assert_eq!(checked.status.code(), Some(0), "{checked:?}");
     std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// Issue 67, point 4: under each answer, what is left reads in the unit of
+/// the accountant that pays for more like it (never "ε = 0 left" while
+/// queries go on being answered), and its count of how many more is kept:
+/// exactly that many more are answered, and the next is refused.
+#[test]
+fn the_line_under_an_answer_says_what_is_left_as_the_accountant_that_pays_sees_it() {
+    let (folder, description) = description_with_budget("left", "1");
+    let ledger = folder.join("ledger.sqlite");
+    let _ = std::fs::remove_file(&ledger);
+    let ask = |i: u64| {
+        let sql = format!("SELECT COUNT(*) FROM adult WHERE age > {i}");
+        let ledger = ledger.to_str().unwrap();
+        let gaussian = [
+            "--mechanism",
+            "gaussian",
+            "--epsilon",
+            "0.4",
+            "--delta",
+            "1e-7",
+        ];
+        let first = ["query", "--description", &description, "--ledger", ledger];
+        dpkit(&[&first[..], &gaussian[..], &[sql.as_str()]].concat())
+    };
+    let more = |line: &str| -> u64 {
+        if line.contains("left: ") && line.contains("not enough for another like it") {
+            return 0;
+        }
+        let after = line
+            .split("enough for ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{line}"));
+        after.split(' ').next().unwrap().parse().unwrap()
+    };
+    let first = String::from_utf8(ask(0).stdout).unwrap();
+    let promised = more(&first);
+    // Plain sums pay for two at ε = 0.4 of 1; zCDP for more.
+    assert!(promised > 3 && first.contains(" by zCDP, "), "{first}");
+    for i in 1..=promised {
+        let output = ask(i);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let line = String::from_utf8(output.stdout).unwrap();
+        assert!(!line.contains("left: ε = 0 "), "{line}");
+        assert_eq!(more(&line), promised - i, "{line}");
+        if i >= 2 {
+            assert!(
+                line.contains("(plain sums of ε are past their 1)"),
+                "{line}"
+            );
+        }
+    }
+    let refused = ask(promised + 1);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let _ = std::fs::remove_dir_all(folder);
 }

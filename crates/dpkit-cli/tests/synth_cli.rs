@@ -81,7 +81,12 @@ fn a_synthetic_adult_has_the_described_columns_and_types_and_is_charged_once() {
         said.starts_with("wrote 2000 synthetic rows of 13 columns"),
         "{said}"
     );
-    assert!(said.contains("spent ε = 1, δ = 1e-9"), "{said}");
+    assert!(
+        said.contains("this release cost ε = 1, δ = 1e-9 · left: ρ = ")
+            && said.contains(" by zCDP, enough for ")
+            && said.contains(" more like it (plain sums: ε = 9 of 10)"),
+        "{said}"
+    );
     let budget = spent(&description, &ledger);
     assert!(budget.contains("remaining ε = 9 of 10"), "{budget}");
 
@@ -307,7 +312,7 @@ fn aim_writes_a_table_too_and_is_charged_once_for_all_its_rounds() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let said = text(&output);
     assert!(said.contains("AIM measured every column, then "), "{said}");
-    assert!(said.contains("remaining ε = 9 of 10"), "{said}");
+    assert!(said.contains("(plain sums: ε = 9 of 10)"), "{said}");
     let csv = std::fs::read_to_string(&out).unwrap();
     assert_eq!(csv.lines().next(), Some("age,sex,race,relationship,class"));
     assert_eq!(csv.lines().count(), 501);
@@ -387,7 +392,7 @@ fn a_true_comparison_that_cannot_be_counted_is_a_note_after_the_report() {
     let output = synth(&description, &ledger, &args);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let said = text(&output);
-    assert!(said.contains("spent ε = 1"), "{said}");
+    assert!(said.contains("this release cost ε = 1,"), "{said}");
     assert!(said.contains("all 3 2-way marginals"), "{said}");
     assert!(
         said.contains("the 3-way marginals were not compared"),

@@ -130,6 +130,24 @@ pub struct Concentrated {
 }
 
 impl Concentrated {
+    /// What it has left, for people.
+    ///
+    /// ```
+    /// use dpkit_ledger::Concentrated;
+    /// let c = Concentrated {
+    ///     spent_rho: 0.5, total_rho: 1.664, spent_epsilon: 2.9, delta: 5e-7,
+    ///     spent_threshold_delta: 0.0, threshold_delta: 0.0,
+    /// };
+    /// assert_eq!(c.left_text(), "ρ = 1.164 of 1.664 by zCDP");
+    /// ```
+    pub fn left_text(&self) -> String {
+        format!(
+            "ρ = {} of {} by zCDP",
+            significant((self.total_rho - self.spent_rho).max(0.0)),
+            significant(self.total_rho)
+        )
+    }
+
     /// What it has spent, for people: ρ, the ε that is at its δ, and the δ
     /// of thresholds once one has spent some.
     ///
@@ -231,6 +249,15 @@ impl BudgetState {
     /// ```
     pub fn remaining_delta(&self) -> f64 {
         (self.plain_delta - self.spent_delta).max(0.0)
+    }
+
+    /// What plain sums have left of ε, for people: "9 of 10".
+    pub fn plain_left_text(&self) -> String {
+        format!(
+            "{} of {}",
+            shown_epsilon(self.remaining_epsilon()),
+            shown_epsilon(self.total_epsilon)
+        )
     }
 
     /// Whether plain sums of (ε, δ) have passed their share of the budget
@@ -657,14 +684,20 @@ impl Ledger {
     /// plain sums or the concentrated accountant would admit, whichever
     /// admits more (each counts every charge). Spends nothing.
     pub fn how_many_more(&self, cost: impl Into<Cost>) -> Result<u64> {
-        let cost = cost.into();
+        let (plain, concentrated) = self.room(cost.into())?;
+        Ok(plain.max(concentrated))
+    }
+
+    /// How many more charges of `cost` plain sums admit, and how many the
+    /// concentrated accountant does (each counts every charge).
+    fn room(&self, cost: Cost) -> Result<(u64, u64)> {
         // A cost no ledger counts fits no budget; the charge says why.
         let Ok(units) = to_units("the query's", cost.loss.epsilon()) else {
-            return Ok(0);
+            return Ok((0, 0));
         };
         let totals = read_totals(&*self.sql, &self.account).map_err(|e| self.error(e))?;
         let Some(filter) = totals.filter() else {
-            return Ok(0);
+            return Ok((0, 0));
         };
         let left = totals.total_units.saturating_sub(totals.spent_units).max(0);
         let by_epsilon = (left / units) as u64;
@@ -674,7 +707,36 @@ impl Ledger {
             delta => (delta_left / delta).max(0.0).floor() as u64,
         };
         let concentrated = filter.concentrated_room(totals.concentrated, cost.concentrated);
-        Ok(by_epsilon.min(by_delta).max(concentrated))
+        Ok((by_epsilon.min(by_delta), concentrated))
+    }
+
+    /// What is left after a release that cost `cost`, for people: in the
+    /// unit of the accountant that pays for more releases like it (ε for
+    /// plain sums, ρ for the concentrated accountant), and how many more
+    /// it pays for. Spends nothing. `dpkit budget` gives both accounts.
+    pub fn left_after(&self, cost: impl Into<Cost>) -> Result<String> {
+        let (plain, concentrated) = self.room(cost.into())?;
+        let state = self.state()?;
+        let more = match plain.max(concentrated) {
+            0 => "not enough for another like it".to_string(),
+            n => format!("enough for {n} more like it"),
+        };
+        let plain_spent = state.past_plain_sums() || state.remaining_epsilon() == 0.0;
+        Ok(match state.concentrated {
+            Some(c) if concentrated > plain || plain_spent => format!(
+                "{}, {more} ({})",
+                c.left_text(),
+                if plain_spent {
+                    format!(
+                        "plain sums of ε are past their {}",
+                        shown_epsilon(state.total_epsilon)
+                    )
+                } else {
+                    format!("plain sums: ε = {}", state.plain_left_text())
+                }
+            ),
+            _ => format!("ε = {}, {more}", state.plain_left_text()),
+        })
     }
 
     /// Gives back a charge whose query failed before releasing anything,

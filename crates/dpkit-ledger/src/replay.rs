@@ -56,7 +56,9 @@ impl Ledger {
     /// text), but callers should keep copies apart (`dpkit serve` does).
     ///
     /// A charge whose recorded cost differs from `cost` (the description
-    /// changed since) is not reused: the request is charged anew.
+    /// changed since) is not reused: the request is charged anew, and the
+    /// unanswered charge it replaces is given back in the same transaction
+    /// (it released nothing; see `InAccount::charge_once`).
     pub fn charge_once(&self, cost: impl Into<Cost>, query: &str, request: &str) -> Result<Once> {
         let cost = cost.into();
         let units = to_units("the query's", cost.loss.epsilon())?;
@@ -84,7 +86,8 @@ impl Ledger {
             Some(Kept::Lost(Some(first))) => Ok(Some(first)),
             Some(Kept::Lost(None)) => Err(LedgerError::GivenBack(
                 "this run lost its turn (its connection to the state ended): nothing was \
-                 released, and its charge stays for the request asked again"
+                 released, and its charge stays for the request asked again (or is given back \
+                 if the request is charged anew at another cost)"
                     .into(),
             )),
             None => Err(LedgerError::GivenBack(
@@ -115,10 +118,20 @@ impl InAccount<'_> {
                 answer: Some(answer),
                 ..
             }) => return Ok(Once::Answered(answer)),
-            Some(earlier) if earlier.answer.is_none() && earlier.pays_for(units, &cost) => {
+            Some(earlier) if earlier.pays_for(units, &cost) => {
                 return Ok(Once::Unanswered(Charge(earlier.spend)));
             }
-            _ => {}
+            // Charged before at another cost and never answered: it released
+            // nothing (answers and failures are kept before they are
+            // released), and the new charge takes its place in `replays`. So
+            // it is given back now: left standing, a charge whose run
+            // crashed or lost its turn stayed spent and was never reused. A
+            // run still going under it keeps nothing and releases nothing
+            // (`keep_answer` finds its row gone).
+            Some(earlier) => self
+                .give_back(Charge(earlier.spend))
+                .map_err(|e| self.error(e))?,
+            None => {}
         }
         let charge = self.charge(units, cost, query)?;
         self.sql
@@ -359,6 +372,33 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
+    /// Issue 63: a run that crashed (or lost its turn) left its charge
+    /// unanswered; the request asked again at a new cost is charged anew,
+    /// and the old charge, which released nothing, is given back then, not
+    /// left spent for good.
+    #[test]
+    fn an_unanswered_charge_replaced_by_a_new_cost_is_given_back_at_once() {
+        let path = temporary("replay-orphan");
+        Ledger::grant(&path, "ann/adult", 1.0, 0.0).unwrap();
+        let ledger = Ledger::open_account(&path, "ann/adult").unwrap();
+        let Once::Charged(crashed) = ledger.charge_once(pure(0.5), "q", "r").unwrap() else {
+            panic!("a new request is charged");
+        };
+        let Once::Charged(anew) = ledger.charge_once(pure(0.25), "q", "r").unwrap() else {
+            panic!("a changed cost is charged anew");
+        };
+        let state = ledger.state().unwrap();
+        assert_eq!((state.spent_epsilon, state.queries), (0.25, 1));
+        // A run still going under the old charge keeps and releases nothing.
+        assert!(matches!(
+            ledger.keep_answer(crashed, "never released"),
+            Err(LedgerError::GivenBack(_))
+        ));
+        assert_eq!(ledger.keep_answer(anew, "the answer").unwrap(), None);
+        assert_eq!(ledger.state().unwrap().spent_epsilon, 0.25);
+        std::fs::remove_file(&path).unwrap();
+    }
+
     #[test]
     fn a_charge_whose_answer_another_run_kept_is_not_given_back() {
         let path = temporary("replay-kept-first");
@@ -415,8 +455,13 @@ mod tests {
             ledger.charge_once(pure(0.4), "q", "r").unwrap(),
             Once::Charged(_)
         ));
+        // The unanswered 0.5 was given back: 0.4 is spent, and 0.4 more fits.
         assert!(matches!(
-            ledger.charge_once(pure(0.4), "q", "other"),
+            ledger.charge_once(pure(0.4), "q", "other").unwrap(),
+            Once::Charged(_)
+        ));
+        assert!(matches!(
+            ledger.charge_once(pure(0.4), "q", "third"),
             Err(LedgerError::Budget(_))
         ));
         assert_eq!(ledger.state().unwrap().queries, 2);

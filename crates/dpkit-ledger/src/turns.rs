@@ -29,7 +29,11 @@
 //! network), never in an asynchronous task.
 //!
 //! Advisory locks are re-entrant within a session, so runs of one process
-//! are kept apart here, by the keys it holds.
+//! are kept apart here, by the keys it holds. A session that failed to let
+//! a turn go may still hold it, so new turns are taken on a new session; the
+//! old one lives on until the last turn taken on it is dropped, so that the
+//! other runs under it keep their turns (and their answers) rather than
+//! losing them with it.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -48,17 +52,22 @@ pub struct RequestTurns {
 
 struct Inner {
     store: Store,
-    /// The keys this process holds: taken under this lock, then the session's.
+    /// The keys this process holds: taken under this lock, then `current`'s.
     held: Mutex<HashSet<i64>>,
-    session: Mutex<Session>,
+    /// The session new turns are taken on.
+    current: Mutex<Arc<Mutex<Session>>>,
 }
 
-/// The session that holds this process's turns, named by its token.
+/// A session that holds turns, named by its token. A session replaced
+/// (`broken`, or closed) lives on while turns taken on it are held, each
+/// holding it, so that replacing it never takes another run's turn away;
+/// it ends, and its locks with it, when the last of them is dropped.
 struct Session {
     sql: Postgres,
     token: i64,
     /// A lock it failed to let go may still be held: the session is
-    /// replaced before it takes another (its locks go with it).
+    /// replaced before another turn is taken (its locks go with it once its
+    /// turns are dropped).
     broken: bool,
 }
 
@@ -66,11 +75,12 @@ struct Session {
 pub struct Turn {
     key: i64,
     token: i64,
+    session: Arc<Mutex<Session>>,
     inner: Arc<Inner>,
 }
 
 impl Session {
-    fn connect(store: &Store) -> Result<Self> {
+    fn connect(store: &Store) -> Result<Arc<Mutex<Self>>> {
         let Store::Postgres(connection) = store else {
             return Err(store_error(store, "request turns are kept in PostgreSQL"));
         };
@@ -85,11 +95,11 @@ impl Session {
             values![i64::from(high), i64::from(low)],
         )
         .map_err(|e| store_error(store, e))?;
-        Ok(Self {
+        Ok(Arc::new(Mutex::new(Self {
             sql,
             token,
             broken: false,
-        })
+        })))
     }
 
     /// Takes the advisory lock `key` if no session holds it.
@@ -100,6 +110,12 @@ impl Session {
     }
 }
 
+/// `mutex`'s value: a panic elsewhere leaves each value whole, since each
+/// change to it is one step.
+fn whole<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl RequestTurns {
     /// The turns of this process on `store`, which must be PostgreSQL.
     pub fn open(store: &Store) -> Result<Self> {
@@ -107,7 +123,7 @@ impl RequestTurns {
             inner: Arc::new(Inner {
                 store: store.clone(),
                 held: Mutex::default(),
-                session: Mutex::new(Session::connect(store)?),
+                current: Mutex::new(Session::connect(store)?),
             }),
         })
     }
@@ -119,21 +135,21 @@ impl RequestTurns {
     /// a server that stops answering holds up its other takes and drops
     /// until the connection's keepalives give up on it (about a minute).
     pub fn try_take(&self, key: i64) -> Result<Option<Turn>> {
-        // A panic elsewhere leaves both sets whole: each change is one step.
-        let mut held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = whole(&self.inner.held);
         if held.contains(&key) {
             return Ok(None);
         }
-        let mut session = self.inner.session.lock().unwrap_or_else(|e| e.into_inner());
-        if session.broken {
-            *session = Session::connect(&self.inner.store)?;
+        let mut current = whole(&self.inner.current);
+        if whole(&current).broken {
+            *current = Session::connect(&self.inner.store)?;
         }
-        let taken = match session.try_lock(key) {
+        let attempt = whole(&current).try_lock(key);
+        let taken = match attempt {
             // A session that ended took its locks along: their runs, still
             // going, keep nothing (see the module's text). A new one starts.
-            Err(_) if session.sql.is_closed() => {
-                *session = Session::connect(&self.inner.store)?;
-                session.try_lock(key)
+            Err(_) if whole(&current).sql.is_closed() => {
+                *current = Session::connect(&self.inner.store)?;
+                whole(&current).try_lock(key)
             }
             taken => taken,
         }
@@ -144,7 +160,8 @@ impl RequestTurns {
         held.insert(key);
         Ok(Some(Turn {
             key,
-            token: session.token,
+            token: whole(&current).token,
+            session: current.clone(),
             inner: self.inner.clone(),
         }))
     }
@@ -152,18 +169,17 @@ impl RequestTurns {
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        let mut held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
-        let mut session = self.inner.session.lock().unwrap_or_else(|e| e.into_inner());
-        // A session since replaced took this turn's lock along.
-        if session.token == self.token {
-            let let_go = session
-                .sql
-                .first("SELECT pg_advisory_unlock(?1)", values![self.key])
-                .and_then(|row| row.map_or(Ok(false), |row| row.flag(0)));
-            // Still held, perhaps: re-entrant, a later take of the key here
-            // would hold it twice and shut other processes out for good.
-            session.broken |= let_go != Ok(true);
-        }
+        let mut held = whole(&self.inner.held);
+        let mut session = whole(&self.session);
+        let let_go = session
+            .sql
+            .first("SELECT pg_advisory_unlock(?1)", values![self.key])
+            .and_then(|row| row.map_or(Ok(false), |row| row.flag(0)));
+        // Still held, perhaps: re-entrant, a later take of the key on this
+        // session would hold it twice and shut other processes out for
+        // good, so new turns go to a new session. This one lives on for the
+        // turns still held on it, which stay theirs.
+        session.broken |= let_go != Ok(true);
         held.remove(&self.key);
     }
 }

@@ -310,6 +310,56 @@ fn a_request_runs_once_at_a_time_across_processes_and_a_lost_turn_keeps_nothing(
     assert_eq!(ledger.keep_answer(charge, "kept").unwrap(), None);
 }
 
+/// Issue 63: a run whose turn could not be let go (here its unlock is
+/// refused, as a transient failure would fail it) sends new turns to a new
+/// session, and the other runs of its process keep theirs: they still keep
+/// their answers, and no other process can take their requests. Before, the
+/// session was replaced at the next take, and its other turns went with it.
+#[test]
+fn a_turn_that_cannot_be_let_go_takes_no_other_runs_turn_along() {
+    let server = Postgres::start_durable("ledger-turn-stuck");
+    let store = Store::Postgres(server.connection());
+    Ledger::grant_in(&store, "ann/adult", 1.0, 0.0).unwrap();
+    // The process's turns, as a role that PostgreSQL's grants apply to.
+    server.psql(
+        "CREATE ROLE turned LOGIN;
+         GRANT SELECT, INSERT, UPDATE, DELETE ON accounts, spends, replays, analysts TO turned;
+         GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO turned;",
+    );
+    let turned = Store::Postgres(server.connection().replace("user=dpkit", "user=turned"));
+    let (here, there) = (
+        RequestTurns::open(&turned).unwrap(),
+        RequestTurns::open(&store).unwrap(),
+    );
+    let (stuck, other) = (here.try_take(1).unwrap(), here.try_take(2).unwrap());
+    let other = other.expect("a free turn");
+    server.psql("REVOKE EXECUTE ON FUNCTION pg_advisory_unlock(bigint) FROM PUBLIC;");
+    drop(stuck);
+    server.psql("GRANT EXECUTE ON FUNCTION pg_advisory_unlock(bigint) TO PUBLIC;");
+    // A new take goes to a new session...
+    let third = here.try_take(3).unwrap().expect("a free turn");
+    // ...and the run under `other` keeps its turn and its answer.
+    assert!(
+        there.try_take(2).unwrap().is_none(),
+        "another process took it"
+    );
+    let ledger = Ledger::open_account_in(&store, "ann/adult").unwrap();
+    let charge = charged(&ledger, "r2");
+    ledger.keep_answers_holding(Some(&other));
+    assert_eq!(ledger.keep_answer(charge, "kept").unwrap(), None);
+    ledger.keep_answers_holding(None);
+    // The key that was not let go stays held until the old session ends,
+    // with the last turn taken on it.
+    assert!(there.try_take(1).unwrap().is_none());
+    drop(other);
+    let freed = (0..100).find_map(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        there.try_take(1).unwrap()
+    });
+    assert!(freed.is_some(), "the old session ended with its last turn");
+    drop(third);
+}
+
 #[test]
 fn a_store_never_shows_its_connection_string() {
     let secret = "host=127.0.0.1 port=1 user=dpkit password=hunter2secret connect_timeout=2";

@@ -177,7 +177,7 @@ pub(crate) fn budget_line(state: &BudgetState) -> String {
     );
     if let Some(c) = state.concentrated.filter(|_| state.past_plain_sums()) {
         return format!(
-            "left: {} (plain sums of ε are past their {}); {charged}",
+            "left: {} (plain sums' ε = {} is used up); {charged}",
             c.left_text(),
             shown_epsilon(state.total_epsilon)
         );
@@ -418,11 +418,18 @@ pub fn budget(args: &BudgetArgs) -> Result<()> {
     let ledger = open_ledger(&args.ledger, &description, args.grant)?;
     let state = ledger.state()?;
     let concentrated = match state.concentrated {
+        // Each accountant counts every query, also those the other paid
+        // for, so either may have counted more than its total.
         Some(c) => format!(
-            "{} / {}: by the concentrated accountant (zCDP, half of δ): {}\n",
+            "{} / {}: by the concentrated accountant (zCDP, half of δ): {}{}\n",
             description.table,
             args.ledger.analyst,
-            c.text()
+            c.text(),
+            if c.spent_rho > c.total_rho {
+                " (it counts every query, and is past its total: plain sums pay)"
+            } else {
+                ""
+            }
         ),
         None => String::new(),
     };

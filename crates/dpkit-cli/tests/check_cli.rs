@@ -63,7 +63,9 @@ fn a_wrong_type_and_every_broken_fact_are_counted_with_their_first_row() {
     assert_eq!(
         &lines[1..4],
         [
-            "  species      text     5 present; 1 outside the domain (never a group), first at row 4",
+            // The domain's longest value has 6 characters: 7 are kept.
+            "  species      text     5 present; 1 outside the domain (never a group), first at row 4; \
+             1 longer than 7 characters (cut), first at row 4",
             "  body_mass_g  integer  3 present; 3 not integer (read as NULL), first at row 1",
             "  note         text     5 present; 1 longer than 4 characters (cut), first at row 2",
         ]

@@ -564,7 +564,7 @@ fn an_edited_budget_is_noted_and_granted_only_when_asked() {
     description_with_budget("edited", "0.1");
     let (lowered, _) = run(&["budget", "--grant"]);
     assert!(
-        lowered.contains("spent ε = 0.25, δ = 0; left: ρ = 0 of 0.0003761 by zCDP (plain sums of ε are past their 0.1)"),
+        lowered.contains("spent ε = 0.25, δ = 0; left: ρ = 0 of 0.0003761 by zCDP (plain sums' ε = 0.1 is used up)"),
         "{lowered}"
     );
     let ledger = ledger.to_str().unwrap();
@@ -920,13 +920,26 @@ fn the_line_under_an_answer_says_what_is_left_as_the_accountant_that_pays_sees_i
         assert!(!line.contains("left: ε = 0 "), "{line}");
         assert_eq!(more(&line), promised - i, "{line}");
         if i >= 2 {
-            assert!(
-                line.contains("(plain sums of ε are past their 1)"),
-                "{line}"
-            );
+            assert!(line.contains("(plain sums' ε = 1 is used up)"), "{line}");
         }
     }
     let refused = ask(promised + 1);
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     let _ = std::fs::remove_dir_all(folder);
+}
+
+/// A tiny ε is refused in one short line, not with a number written out
+/// to three hundred digits (issue 67's walk).
+#[test]
+fn a_tiny_epsilon_is_refused_in_one_short_line() {
+    let ledger = fresh_ledger("tiny-epsilon");
+    let output = query(
+        &ledger,
+        &["--epsilon", "1e-300"],
+        "SELECT COUNT(*) FROM adult",
+    );
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let said = String::from_utf8(output.stderr).unwrap();
+    assert!(said.lines().count() == 1 && said.len() < 300, "{said}");
+    assert!(spent(&ledger).contains("spent ε = 0,"));
 }

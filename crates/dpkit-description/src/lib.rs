@@ -259,9 +259,30 @@ pub const DEFAULT_MAX_LENGTH: u32 = 1_024;
 pub use dpkit_total::LONGEST_MAX_LENGTH;
 
 impl ColumnFacts {
-    /// The most characters a value of this column keeps.
+    /// The most characters a value of this column keeps: the declared
+    /// `max_length`; else, for a column with a public domain, one more than
+    /// its longest value (a value cut to that length is in the domain
+    /// exactly when the whole value is, so GROUP BY and comparisons with the
+    /// domain see what they would uncut, while what a person's text can
+    /// cost stays small); else [`DEFAULT_MAX_LENGTH`].
+    ///
+    /// ```
+    /// use dpkit_description::{ColumnFacts, ColumnKind};
+    /// let mut sex = ColumnFacts { kind: ColumnKind::Text, ..Default::default() };
+    /// assert_eq!(sex.max_length(), 1024);
+    /// sex.domain = Some(vec!["Female".into(), "Male".into()]);
+    /// assert_eq!(sex.max_length(), 7);
+    /// sex.max_length = Some(100);
+    /// assert_eq!(sex.max_length(), 100);
+    /// ```
     pub fn max_length(&self) -> u32 {
-        self.max_length.unwrap_or(DEFAULT_MAX_LENGTH)
+        let from_domain = |domain: &Vec<String>| {
+            let longest = domain.iter().map(|v| v.chars().count()).max().unwrap_or(0);
+            u32::try_from(longest + 1).map_or(LONGEST_MAX_LENGTH, |n| n.min(LONGEST_MAX_LENGTH))
+        };
+        self.max_length
+            .or_else(|| self.domain.as_ref().map(from_domain))
+            .unwrap_or(DEFAULT_MAX_LENGTH)
     }
 }
 
@@ -409,7 +430,7 @@ impl Description {
     /// Parses and checks a description; `base` is the folder `file` is relative to.
     pub fn from_toml(text: &str, base: &Path) -> Result<Self> {
         let raw: RawDescription =
-            toml::from_str(text).map_err(|e| invalid(e.message().to_string()))?;
+            toml::from_str(text).map_err(|e| invalid(toml_error(text, &e)))?;
         if !is_identifier(&raw.table.name) {
             return Err(invalid(format!(
                 "table name '{}' must be letters, digits and underscores",
@@ -1092,6 +1113,18 @@ fn check_domain(name: &str, domain: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// A TOML error in one line, with the line it is on (the description is
+/// the curator's text, not data): "duplicate key (line 12)".
+fn toml_error(text: &str, error: &toml::de::Error) -> String {
+    match error.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("{} (line {line})", error.message().trim_end())
+        }
+        None => error.message().to_string(),
+    }
+}
+
 fn strip(error: DescriptionError) -> String {
     error.0
 }
@@ -1107,6 +1140,16 @@ pub fn is_identifier(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_toml_error_names_its_line() {
+        let text =
+            "[table]\nname = \"t\"\nfile = \"t.csv\"\n[columns.a]\ntype = \"text\"\n[columns.a]\n";
+        let refused = Description::from_toml(text, Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("(line 6)"), "{refused}");
+    }
 
     /// A valid description with `table`, `unit`, `budget` and `column` lines
     /// swapped in.

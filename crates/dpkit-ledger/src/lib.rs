@@ -728,7 +728,7 @@ impl Ledger {
                 c.left_text(),
                 if plain_spent {
                     format!(
-                        "plain sums of ε are past their {}",
+                        "plain sums' ε = {} is used up",
                         shown_epsilon(state.total_epsilon)
                     )
                 } else {

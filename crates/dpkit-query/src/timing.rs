@@ -4,7 +4,7 @@
 //!
 //! The deadline is what a run at a tenth of the query's work bound would
 //! take over the public number of people: `floor + people × work ×
-//! 0.1 ns`, `work`
+//! 0.25 ns`, `work`
 //! being the planner's bound on what one person's rows can cost
 //! ([`PrivateQuery::work`], units of about a nanosecond). A run that ends
 //! by then is released at the deadline, which shows nothing; a run that
@@ -17,8 +17,8 @@
 //! use dpkit_query::timing::Deadlines;
 //! let deadlines = Deadlines::default();
 //! let release = deadlines.release_time(10_000, Some(32_561)).unwrap();
-//! // 32,561 people at 10,000 units each, 0.1 ns a unit: 32.6 ms.
-//! assert_eq!(release.deadline(), Duration::from_nanos(32_561_000));
+//! // 32,561 people at 10,000 units each, 0.25 ns a unit: 81.4 ms.
+//! assert_eq!(release.deadline(), Duration::from_nanos(81_402_500));
 //! ```
 
 use std::time::Duration;
@@ -32,13 +32,15 @@ use crate::error::Result;
 pub const NANOSECONDS_PER_UNIT: u64 = 4;
 
 /// The picoseconds a unit of work takes on most rows, for the deadline: a
-/// tenth of a nanosecond. The work bound takes every text at its
-/// `max_length` and every branch as taken; most runs take a tenth of it or
-/// less (`SELECT sex, COUNT(*) … GROUP BY sex` on Adult is bounded at 8,000
-/// units a person, 0.26 s over its 32,561 people, and runs in about 10
-/// ms). A run past its deadline is released at a noisy time, which the
-/// guarantee does not need the deadline for.
-const TYPICAL_PICOSECONDS_PER_UNIT: u64 = 100;
+/// quarter of a nanosecond. The work bound takes every text at its
+/// `max_length` and every branch as taken; most runs take a fraction of it
+/// (`SELECT sex, COUNT(*) … GROUP BY sex` on Adult is bounded at 3,116
+/// units a person, 25 ms over its 32,561 people, and runs in about 10 ms).
+/// It was a tenth of a nanosecond while text columns with a domain were
+/// bounded at 1,024 characters (8,000 units for that query): the quarter
+/// keeps its deadline where it was. A run past its deadline is released at
+/// a noisy time, which the guarantee does not need the deadline for.
+const TYPICAL_PICOSECONDS_PER_UNIT: u64 = 250;
 
 /// How answers are held back.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -839,7 +839,8 @@ pub fn check_work(work: u64) -> Result<()> {
          operation costs units for each row it runs on (each of a person's rows, times the \
          rows a join makes of it), text functions per byte (upper and initcap 16, lower and \
          reverse 4, the others 1): use fewer operations or text functions, join fewer rows \
-         per person, or declare a smaller max_length or max_rows_per_person"
+         per person, or declare a smaller max_length or max_rows_per_person (a text column \
+         with neither a max_length nor a domain counts 1024 characters a value, the default)"
     )))
 }
 

@@ -339,7 +339,7 @@ pub fn rho_within(epsilon: f64, delta: f64) -> Result<f64> {
     if !fits(0.0)? {
         return Err(Error::InvalidParameter {
             name: "epsilon",
-            reason: format!("{epsilon} is too small for any ρ at δ = {delta:e}"),
+            reason: format!("{epsilon:e} is too small for any ρ at δ = {delta:e}"),
         });
     }
     // `low` always fits. `high` need not fail: were it to fit, the answer

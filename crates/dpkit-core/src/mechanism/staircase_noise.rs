@@ -91,7 +91,7 @@ impl StaircaseNoise {
         if ratio >= 1.0 {
             return Err(Error::InvalidParameter {
                 name: "epsilon",
-                reason: format!("{log_ratio} is too small for the staircase"),
+                reason: format!("{log_ratio:e} is too small for the staircase"),
             });
         }
         let (first_weight, step_loss) = if rise == 0 {

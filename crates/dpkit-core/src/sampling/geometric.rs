@@ -86,7 +86,7 @@ impl GeometricSampler {
         if top_period > 2f64.powi(60) {
             return Err(Error::InvalidParameter {
                 name: "geometric log-ratio",
-                reason: format!("{unit_log_ratio} is too small (noise scale beyond 2^60 units)"),
+                reason: format!("{unit_log_ratio:e} is too small (noise scale beyond 2^60 units)"),
             });
         }
         let beta = (-level_ratio).exp();

@@ -19,7 +19,7 @@ pub use several::draft_from_csvs;
 /// if every value present in the first 1,000 rows converts to that type as
 /// the engine converts it; otherwise `text`, which reads every value.
 pub fn draft_from_csv(csv_path: &Path, table: &str) -> Result<String> {
-    let names = crate::private_table::csv_header(csv_path)?;
+    let names = header(csv_path)?;
     let kinds = drafted_kinds(csv_path, &names)?;
     let missing = missing_line(&names, &kinds);
     let file_name = csv_path.file_name().map_or_else(
@@ -54,7 +54,8 @@ fn column_blocks(prefix: &str, names: &[String], kinds: &[Drafted]) -> String {
             ColumnKind::Real => "# bounds = [low, high]   # public bounds, needed to SUM or AVG it",
             ColumnKind::Text => {
                 "# domain = [\"…\", \"…\"]  # the public list of values, to GROUP BY it without thresholding\n\
-                 # max_length = 1024        # characters a value keeps (longer ones are cut); 1024 by default"
+                 # max_length = 1024        # characters a value keeps (longer ones are cut); by default 1024,\n\
+                 #                          # or one more than the longest domain value"
             }
         };
         draft.push_str(&format!(
@@ -99,6 +100,22 @@ fn missing_line(names: &[String], kinds: &[Drafted]) -> String {
         found.join("; "),
         markers.join(", ")
     )
+}
+
+/// The file's column names, each named once: a draft with a column twice
+/// is not a description (TOML refuses the second key). The message names
+/// none of them: a file without a header has a row of data there.
+fn header(csv_path: &Path) -> Result<Vec<String>> {
+    let names = crate::private_table::csv_header(csv_path)?;
+    let mut sorted: Vec<&String> = names.iter().collect();
+    sorted.sort();
+    if sorted.windows(2).any(|w| w[0] == w[1]) || names.iter().any(String::is_empty) {
+        return Err(QueryError::Unreadable(format!(
+            "{}: the header row has an empty or repeated column name; name each column once",
+            csv_path.display()
+        )));
+    }
+    Ok(names)
 }
 
 /// Rows of the file `dpkit describe` reads to draft each column's type.
@@ -234,6 +251,23 @@ mod tests {
     /// A quoted field keeps its comma, and an empty field or `NA` is a
     /// missing value: `mass` (with an `NA` and a `3750.0`) is real, `year`
     /// (with a blank) an integer; a column with no value is text.
+    /// A header naming a column twice gave a draft with one key twice,
+    /// which TOML refuses, and `describe` said nothing (issue 67's walk).
+    #[test]
+    fn a_header_with_a_repeated_name_is_refused_without_naming_it() {
+        let dir = std::env::temp_dir().join(format!("dpkit-draft-dup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dup.csv");
+        std::fs::write(&path, "a,a,SECRET_COL\n1,2,3\n").unwrap();
+        let refused = draft_from_csv(&path, "dup").unwrap_err().to_string();
+        assert!(refused.contains("repeated column name"), "{refused}");
+        assert!(
+            !refused.contains("SECRET") && !refused.contains("'a'"),
+            "{refused}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn drafts_read_quoted_fields_whole_and_blanks_as_missing_values() {
         let folder = std::env::temp_dir().join(format!("dpkit-draft-{}", std::process::id()));

@@ -64,7 +64,7 @@ pub fn draft_from_csvs(paths: &[&Path], person: Option<&str>) -> Result<String> 
 
 /// The file's header, its columns' drafted types, and its table name.
 fn read(path: &Path) -> Result<File<'_>> {
-    let names = crate::private_table::csv_header(path)?;
+    let names = super::header(path)?;
     let kinds = match first_rows(path, &names)? {
         Some(batch) => batch.columns().iter().map(drafted_kind).collect(),
         None => Vec::new(),

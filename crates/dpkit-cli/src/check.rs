@@ -59,6 +59,13 @@ fn report_text(description: &Description, report: &DataCheck) -> String {
     if let Some(cap) = &report.cap {
         text.push_str(&cap_line(cap, description.privacy_unit.rows_per_person()));
     }
+    if let (rows @ 1.., first) = report.longer_rows {
+        let noun = if rows == 1 { "row" } else { "rows" };
+        text.push_str(&format!(
+            "  {rows} {noun} with more fields than the header (no one's: left out), first at \
+             row {first}\n"
+        ));
+    }
     text.push_str(&verdict(report));
     text
 }

@@ -27,7 +27,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::draft::MISSING_MARKERS;
 use crate::error::{QueryError, Result};
-use crate::private_table::{column, register_file, typed_column};
+use crate::private_table::{column, extra_field, register_file, typed_column};
 use dpkit_databases::{declared_type, raw_table_name};
 use dpkit_description::{ColumnKind, Description, PrivacyUnit, Source};
 
@@ -93,12 +93,16 @@ pub struct DataCheck {
     pub columns: Vec<ColumnCheck>,
     /// The cap's effect, for an id privacy unit.
     pub cap: Option<CapCheck>,
+    /// Rows with more fields than the header, which no query reads, and
+    /// the first of them (0 when none).
+    pub longer_rows: (u64, u64),
 }
 
 impl DataCheck {
     /// Whether the data holds nothing the description does not expect.
     pub fn is_clean(&self) -> bool {
         self.columns.iter().all(|c| c.found.is_empty())
+            && self.longer_rows.0 == 0
             && self
                 .cap
                 .as_ref()
@@ -145,17 +149,36 @@ pub fn check(description: &Description) -> Result<DataCheck> {
         .enable_all()
         .build()
         .map_err(|e| QueryError::Unreadable(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(check_file(description))
+    // The curator's own tool: the file is named (its rows never are).
+    runtime
+        .block_on(check_file(description))
+        .map_err(|error| match error {
+            QueryError::Unreadable(reason) => {
+                QueryError::Unreadable(format!("{}: {reason}", description.file.display()))
+            }
+            other => other,
+        })
 }
 
 /// The row number's column.
 const ROW: &str = "__dpkit_row";
 
-/// A failure while reading: the file's own text is not quoted.
-fn unreadable(_: DataFusionError) -> QueryError {
-    QueryError::Unreadable(
-        "the data file does not parse (details withheld: they could quote its values)".into(),
-    )
+/// A failure while reading: the file's own text is not quoted, only the
+/// line the reader stopped at, when it says.
+fn unreadable(error: DataFusionError) -> QueryError {
+    let line = line_of(&error.to_string()).map_or(String::new(), |n| format!(" at line {n}"));
+    QueryError::Unreadable(format!(
+        "the data file does not parse{line} (details withheld: they could quote its values)"
+    ))
+}
+
+/// The number after the last "line " of an Arrow CSV error, which ends
+/// with it ("… for line 3, expected 2 got 1", "… at line 5"): the last,
+/// since a quoted value may come before it.
+fn line_of(text: &str) -> Option<u64> {
+    let after = &text[text.rfind("line ")? + "line ".len()..];
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// One partition, so that row numbers follow the file.
@@ -179,6 +202,14 @@ async fn check_file(description: &Description) -> Result<DataCheck> {
         }
     }
     let cap = cap_counts(description, &raw, &mut aggregates)?;
+    let longer = raw
+        .schema()
+        .has_column_with_unqualified_name(&extra_field(0))
+        .then(|| column(&extra_field(0)).is_not_null());
+    if let Some(longer) = &longer {
+        aggregates.push(tally(longer.clone()).map_err(unreadable)?);
+        aggregates.push(first_row(longer.clone()).map_err(unreadable)?);
+    }
     // Named by position: two tests may print alike.
     let aggregates = aggregates
         .into_iter()
@@ -206,7 +237,16 @@ async fn check_file(description: &Description) -> Result<DataCheck> {
         }
         None => None,
     };
-    Ok(DataCheck { rows, columns, cap })
+    let longer_rows = match longer {
+        Some(_) => (next.next().unwrap_or(0), next.next().unwrap_or(0)),
+        None => (0, 0),
+    };
+    Ok(DataCheck {
+        rows,
+        columns,
+        cap,
+        longer_rows,
+    })
 }
 
 /// A column's presence test and its facts' tests, in the order their

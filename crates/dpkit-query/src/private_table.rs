@@ -143,8 +143,46 @@ pub(crate) async fn register_file(
     register_view(context, description, true).await
 }
 
+/// Fields past the header's that a CSV row may have and still be read (as
+/// a row that is left out: see [`well_formed`]).
+const EXTRA_FIELDS: usize = 16;
+
+/// The name of a CSV row's `i`th field past the header's.
+pub(crate) fn extra_field(i: usize) -> String {
+    format!("__dpkit_extra_field_{i}")
+}
+
+/// The rows of a raw table that have the header's number of fields (or
+/// fewer: the missing ones are NULL), without the columns that hold a
+/// longer row's extra fields. A row with more fields is nobody's: left
+/// out, as a row without an id is, by a test of that row alone. Read
+/// strictly, one such row made every query on the file fail (after its
+/// charge), an unnoised bit about one person; rows with more than
+/// [`EXTRA_FIELDS`] extra fields still do, and `dpkit check` names them.
+pub(crate) fn well_formed(
+    raw: datafusion::dataframe::DataFrame,
+) -> datafusion::error::Result<(datafusion::dataframe::DataFrame, Vec<String>)> {
+    let names: Vec<String> = raw
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|n| !n.starts_with("__dpkit_extra_field_"))
+        .collect();
+    if names.len() == raw.schema().fields().len() {
+        return Ok((raw, names));
+    }
+    let kept = raw
+        .filter(column(&extra_field(0)).is_null())?
+        .select_columns(&names.iter().map(String::as_str).collect::<Vec<_>>())?;
+    Ok((kept, names))
+}
+
 /// Registers the CSV or Parquet `file` as `name`, every CSV column read as
-/// text, after checking that it has the `described` columns.
+/// text, after checking that it has the `described` columns. A CSV row may
+/// have fewer fields than the header (the others are NULL) or up to
+/// [`EXTRA_FIELDS`] more, read into columns of their own that
+/// [`well_formed`] leaves out with the row.
 pub(crate) async fn register_raw(
     context: &SessionContext,
     name: &str,
@@ -157,9 +195,12 @@ pub(crate) async fn register_raw(
         FileFormat::Csv => {
             let names = csv_header(file)?;
             check_columns(described, &names)?;
+            let extras = (0..EXTRA_FIELDS).map(extra_field);
             let schema = Schema::new(
                 names
                     .iter()
+                    .cloned()
+                    .chain(extras)
                     .map(|n| Field::new(n, DataType::Utf8, true))
                     .collect::<Vec<_>>(),
             );
@@ -169,6 +210,7 @@ pub(crate) async fn register_raw(
             let options = CsvReadOptions::new()
                 .has_header(true)
                 .schema(&schema)
+                .truncated_rows(true)
                 .file_extension(&extension);
             context
                 .register_csv(name, &path, options)
@@ -348,13 +390,7 @@ async fn raw_table(
     let raw = context
         .table(raw_table_name(&description.table).as_str())
         .await?;
-    let names = raw
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    Ok((raw, names))
+    well_formed(raw)
 }
 
 /// The table's view read whole: its rows typed as declared and capped per

@@ -99,6 +99,7 @@ async fn read(name: &str, table: &PublicTable) -> Result<Vec<RecordBatch>> {
             _ => unreadable(name),
         })?;
     let raw = scratch.table("raw").await.map_err(|_| unreadable(name))?;
+    let (raw, _) = crate::private_table::well_formed(raw).map_err(|_| unreadable(name))?;
     let typed: Vec<_> = raw
         .schema()
         .fields()

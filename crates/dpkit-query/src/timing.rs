@@ -96,7 +96,7 @@ mod tests {
             ..Deadlines::default()
         };
         let release = deadlines.release_time(100, Some(1_000)).unwrap();
-        assert_eq!(release.deadline(), Duration::from_micros(5_010));
+        assert_eq!(release.deadline(), Duration::from_nanos(5_025_000));
         let release = deadlines.release_time(100, None).unwrap();
         assert_eq!(release.deadline(), Duration::from_millis(5));
         // Past the deadline: 400 ns of sensitivity (rounded up to 1 µs) at

@@ -17,8 +17,9 @@
 //! use dpkit_query::timing::Deadlines;
 //! let deadlines = Deadlines::default();
 //! let release = deadlines.release_time(10_000, Some(32_561)).unwrap();
-//! // 32,561 people at 10,000 units each, 0.25 ns a unit: 81.4 ms.
-//! assert_eq!(release.deadline(), Duration::from_nanos(81_402_500));
+//! // 32,561 people at 10,000 units each, 0.25 ns a unit: 81.4025 ms,
+//! // rounded up to the microsecond.
+//! assert_eq!(release.deadline(), Duration::from_micros(81_403));
 //! ```
 
 use std::time::Duration;

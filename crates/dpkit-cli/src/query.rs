@@ -177,9 +177,9 @@ pub(crate) fn budget_line(state: &BudgetState) -> String {
     );
     if let Some(c) = state.concentrated.filter(|_| state.past_plain_sums()) {
         return format!(
-            "left: {} (plain sums' ε = {} is used up); {charged}",
+            "left: {} ({}); {charged}",
             c.left_text(),
-            shown_epsilon(state.total_epsilon)
+            state.used_up_text()
         );
     }
     let kept = if state.plain_delta < state.total_delta {
@@ -273,12 +273,14 @@ pub fn query(args: &QueryArgs) -> Result<()> {
             .push("the same query as before, replayed from the ledger: nothing was spent".into());
     }
     let state = ledger.state()?;
-    // What is left for more like it: planned again for its cost (a replay
-    // was not planned), from the description alone; plain ε if that fails.
-    let left = engine
-        .explain_with_cost(&args.sql, &settings)
-        .ok()
-        .and_then(|(_, cost)| ledger.left_after(cost).ok());
+    // What is left for more like it, at the cost the run planned; a replay
+    // was not planned, so it is planned here (from the description alone).
+    // Plain ε if that fails.
+    let cost = once.cost.or_else(|| {
+        let planned = engine.explain_with_cost(&args.sql, &settings).ok();
+        planned.map(|(_, cost)| cost)
+    });
+    let left = cost.and_then(|cost| ledger.left_after(cost).ok());
     if args.format == AnswerFormat::Csv {
         // CSV is for scripts: the notes go beside it, on standard error.
         answer.notes.iter().for_each(|text| note(text));

@@ -260,6 +260,15 @@ impl BudgetState {
         )
     }
 
+    /// That plain sums have no ε left, for people: "plain sums' ε = 10 is
+    /// used up".
+    pub fn used_up_text(&self) -> String {
+        format!(
+            "plain sums' ε = {} is used up",
+            shown_epsilon(self.total_epsilon)
+        )
+    }
+
     /// Whether plain sums of (ε, δ) have passed their share of the budget
     /// (all of ε, and the δ the concentrated accountant does not keep), so
     /// that the concentrated accountant pays for the queries now: what to
@@ -727,10 +736,7 @@ impl Ledger {
                 "{}, {more} ({})",
                 c.left_text(),
                 if plain_spent {
-                    format!(
-                        "plain sums' ε = {} is used up",
-                        shown_epsilon(state.total_epsilon)
-                    )
+                    state.used_up_text()
                 } else {
                     format!("plain sums: ε = {}", state.plain_left_text())
                 }

@@ -81,6 +81,9 @@ pub struct OnceAnswer {
     /// Whether it is the answer kept from an earlier identical request,
     /// released again at no cost.
     pub replay: bool,
+    /// What the request is charged, when this call planned it (`None` for
+    /// a replay, which is released without planning).
+    pub cost: Option<dpkit_core::accounting::Cost>,
 }
 
 /// The text a kept answer is kept under (see [`QueryEngine::answer_once`]):
@@ -715,6 +718,7 @@ impl QueryEngine {
                 return outcome.map(|table| OnceAnswer {
                     table,
                     replay: false,
+                    cost: Some(noise.charge()),
                 });
             }
             // A failure after the charge may depend on the data: it is kept
@@ -731,6 +735,7 @@ impl QueryEngine {
         outcome.map(|table| OnceAnswer {
             table,
             replay: false,
+            cost: Some(noise.charge()),
         })
     }
 
@@ -838,6 +843,7 @@ fn replayed(kept: &str) -> Result<OnceAnswer> {
             Ok(OnceAnswer {
                 table,
                 replay: true,
+                cost: None,
             })
         }
         Kept::Failed(reason) => Err(QueryError::FailedWhileRunning(reason)),

@@ -151,9 +151,12 @@ pub(crate) async fn register_file(
 /// 2, none of 3, as with none).
 const EXTRA_FIELDS: usize = 2;
 
+/// What the columns of a CSV row's fields past the header's are named by.
+const EXTRA_FIELD: &str = "__dpkit_extra_field_";
+
 /// The name of a CSV row's `i`th field past the header's.
 pub(crate) fn extra_field(i: usize) -> String {
-    format!("__dpkit_extra_field_{i}")
+    format!("{EXTRA_FIELD}{i}")
 }
 
 /// The rows of a raw table that have the header's number of fields (or
@@ -171,7 +174,7 @@ pub(crate) fn well_formed(
         .fields()
         .iter()
         .map(|f| f.name().clone())
-        .filter(|n| !n.starts_with("__dpkit_extra_field_"))
+        .filter(|n| !n.starts_with(EXTRA_FIELD))
         .collect();
     if names.len() == raw.schema().fields().len() {
         return Ok((raw, names));

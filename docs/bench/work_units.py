@@ -125,8 +125,9 @@ class Spell:
         return "CAST(0 AS DOUBLE)" if self.engine == "sqlite" else "CAST(0 AS DOUBLE PRECISION)"
 
     def in_bigint(self, r):
-        return (f"CASE WHEN {r} BETWEEN -9223372036854775808 AND 9223372036854775807 "
-                f"THEN CAST({r} AS BIGINT) END")
+        # crates/dpkit-databases/src/spelling.rs `in_bigint`: `r` once.
+        return (f"CAST(NULLIF(NULLIF(LEAST(GREATEST({r}, -9223372036854775809), "
+                f"9223372036854775808), -9223372036854775809), 9223372036854775808) AS BIGINT)")
 
     def int_op(self, x, op, y):
         # crates/dpkit-databases/src/spelling.rs `postgres_integer`.
@@ -333,7 +334,7 @@ def cases():
                     lambda s: gated(s, int_join_branches(s, 6)), 0, ["sqlite", "postgres"],
                     rows=1, cap=2, public=5, public_join=True, functions=["mul7", "add_int"] * 6,
                     group="pg_shapes"))
-    for depth, rows, cap in [(6, 1, 2), (8, 1, 2), (8, 12, 12)]:
+    for depth, rows, cap in [(6, 1, 2), (8, 1, 2), (8, 12, 12), (24, 12, 12)]:
         e = "t.id"
         for i in range(depth):
             e = f"({e} + {i + 1})"

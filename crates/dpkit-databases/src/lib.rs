@@ -24,6 +24,7 @@ mod placeholder;
 mod planned;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod postgres_reading;
 mod public_rows;
 mod renamed;
 mod rows;

@@ -5,9 +5,7 @@
 //! one, is written beside it and in [`super::safe_sql`].
 
 use datafusion::sql::sqlparser::ast;
-use datafusion::sql::sqlparser::dialect::{
-    Dialect, PostgreSqlDialect, SQLiteDialect, SparkSqlDialect,
-};
+use datafusion::sql::sqlparser::dialect::{Dialect, SQLiteDialect, SparkSqlDialect};
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
@@ -184,7 +182,7 @@ fn double_literal(expr: &ast::Expr, flavour: Flavour) -> Option<Result<ast::Expr
 pub(crate) fn dialect(flavour: Flavour) -> &'static dyn Dialect {
     match flavour {
         Flavour::Sqlite => &SQLiteDialect {},
-        Flavour::Postgres => &PostgreSqlDialect {},
+        Flavour::Postgres => &super::postgres_reading::PostgresReading,
         Flavour::Spark => &SparkSqlDialect {},
     }
 }
@@ -476,33 +474,44 @@ fn spark_window(function: &ast::Function) -> Option<String> {
 
 /// dpkit's total integer arithmetic in PostgreSQL: computed in `numeric`
 /// (exact), NULL outside `bigint`, NULL for a zero divisor.
+///
+/// Each argument is written once, and PostgreSQL computes each once
+/// (`NULLIF`, `LEAST` and `GREATEST` evaluate their arguments once): a
+/// spelling that named its argument twice would cost 2^depth a row for
+/// nested arithmetic, where dpkit's work bound counts each node once.
 fn postgres_integer(name: &str, x: &str, y: &str) -> Option<String> {
-    let in_bigint = |r: String| {
-        format!(
-            "CASE WHEN {r} BETWEEN {} AND {} THEN CAST({r} AS BIGINT) END",
-            BIGINT.0, BIGINT.1
-        )
-    };
-    let min = BIGINT.0;
-    Some(match name {
-        "dpkit_int_add" => in_bigint(format!("(CAST({x} AS NUMERIC) + {y})")),
-        "dpkit_int_sub" => in_bigint(format!("(CAST({x} AS NUMERIC) - {y})")),
-        "dpkit_int_mul" => in_bigint(format!("(CAST({x} AS NUMERIC) * {y})")),
-        "dpkit_int_div" => format!(
-            "CASE WHEN {y} = 0 THEN NULL ELSE {} END",
-            in_bigint(format!("DIV(CAST({x} AS NUMERIC), CAST({y} AS NUMERIC))"))
-        ),
-        "dpkit_int_mod" => format!(
-            "CASE WHEN {y} = 0 OR ({x} = {min} AND {y} = -1) THEN NULL ELSE MOD({x}, {y}) END"
-        ),
-        "dpkit_int_abs" => format!("CASE WHEN {x} = {min} THEN NULL ELSE ABS({x}) END"),
+    let divisor = format!("NULLIF(CAST({y} AS NUMERIC), 0)");
+    let exact = match name {
+        "dpkit_int_add" => format!("(CAST({x} AS NUMERIC) + {y})"),
+        "dpkit_int_sub" => format!("(CAST({x} AS NUMERIC) - {y})"),
+        "dpkit_int_mul" => format!("(CAST({x} AS NUMERIC) * {y})"),
+        "dpkit_int_div" => format!("DIV(CAST({x} AS NUMERIC), {divisor})"),
+        // The remainder's magnitude is below the divisor's: within bigint.
+        // PostgreSQL's `mod` of bigint by −1 is 0, as dpkit's is.
+        "dpkit_int_mod" => return Some(format!("MOD({x}, NULLIF({y}, 0))")),
+        // NULL for the one bigint whose magnitude is past the range.
+        "dpkit_int_abs" => return Some(format!("ABS(NULLIF({x}, {}))", BIGINT.0)),
         _ => return None,
-    })
+    };
+    Some(in_bigint(&exact))
+}
+
+/// An exact `numeric` as a `bigint`, NULL outside its range (and NULL when
+/// NULL): moved to just past an end of the range, where `NULLIF` turns it
+/// into NULL, and the rest cast. `GREATEST` skips a NULL, which then ends
+/// at the lower sentinel and is NULL again.
+fn in_bigint(exact: &str) -> String {
+    let (below, above) = ("-9223372036854775809", "9223372036854775808");
+    format!(
+        "CAST(NULLIF(NULLIF(LEAST(GREATEST({exact}, {below}), {above}), {below}), {above}) \
+         AS BIGINT)"
+    )
 }
 
 /// dpkit's total integer arithmetic in Spark: `try_add` and its kin give
-/// NULL on overflow (in ANSI mode too); division and remainder are guarded
-/// against a zero divisor and the one quotient beyond `bigint`.
+/// NULL on overflow (in ANSI mode too); division is guarded against a zero
+/// divisor and the one quotient beyond `bigint`, remainder against a zero
+/// divisor.
 fn spark_integer(name: &str, x: &str, y: &str) -> Option<String> {
     let min = BIGINT.0;
     let guard = format!("{y} = 0 OR ({x} = {min} AND {y} = -1)");
@@ -511,7 +520,8 @@ fn spark_integer(name: &str, x: &str, y: &str) -> Option<String> {
         "dpkit_int_sub" => format!("try_subtract({x}, {y})"),
         "dpkit_int_mul" => format!("try_multiply({x}, {y})"),
         "dpkit_int_div" => format!("CASE WHEN {guard} THEN NULL ELSE {x} DIV {y} END"),
-        "dpkit_int_mod" => format!("CASE WHEN {guard} THEN NULL ELSE {x} % {y} END"),
+        // Java's remainder of a long by −1 is 0, as dpkit's is.
+        "dpkit_int_mod" => format!("({x} % NULLIF({y}, 0))"),
         "dpkit_int_abs" => format!("CASE WHEN {x} = {min} THEN NULL ELSE ABS({x}) END"),
         _ => return None,
     })
@@ -640,7 +650,7 @@ mod tests {
     use super::*;
 
     fn statement(sql: &str) -> ast::Statement {
-        Parser::parse_sql(&PostgreSqlDialect {}, sql)
+        Parser::parse_sql(dialect(Flavour::Postgres), sql)
             .unwrap()
             .remove(0)
     }
@@ -664,6 +674,41 @@ mod tests {
         };
         *left = inner.clone();
         statement
+    }
+
+    /// `dpkit_int_<op>` nested `depth` deep, the column `bottom` at the
+    /// bottom, alternately as the first and the second argument.
+    fn nested(op: &str, depth: usize) -> String {
+        let mut expr = "bottom".to_string();
+        for level in 0..depth {
+            expr = match (op, level % 2) {
+                ("abs", _) => format!("dpkit_int_abs({expr})"),
+                (_, 0) => format!("dpkit_int_{op}({expr}, 7)"),
+                _ => format!("dpkit_int_{op}(7, {expr})"),
+            };
+        }
+        format!("SELECT {expr} FROM t")
+    }
+
+    #[test]
+    fn postgres_arithmetic_names_its_arguments_once_however_deep() {
+        // Each argument written once: the text, the reading and the
+        // database's work per row grow with the depth, not 3^depth.
+        // On a stack as large as a planning thread's (`dpkit_query`'s).
+        let spelled = |op: &'static str| {
+            let thread = std::thread::Builder::new().stack_size(256 << 20);
+            let written = thread.spawn(move || {
+                let mut written = statement(&nested(op, 24));
+                spell(&mut written, Flavour::Postgres).unwrap();
+                reads_back(&written, Flavour::Postgres).unwrap()
+            });
+            written.unwrap().join().unwrap()
+        };
+        for op in ["add", "sub", "mul", "div", "mod", "abs"] {
+            let text = spelled(op);
+            assert_eq!(text.matches("bottom").count(), 1, "{op}: {text}");
+            assert!(text.len() < 24 * 200, "{op}: {} bytes", text.len());
+        }
     }
 
     #[test]

@@ -53,7 +53,10 @@ impl ArithmeticOp {
             Self::Subtract => x.checked_sub(y),
             Self::Multiply => x.checked_mul(y),
             Self::Divide => x.checked_div(y),
-            Self::Modulo => x.checked_rem(y),
+            // The remainder by −1 is 0 for every x, i64::MIN included
+            // (whose quotient alone overflows), as in PostgreSQL and Java.
+            Self::Modulo if y == 0 => None,
+            Self::Modulo => Some(x.wrapping_rem(y)),
             Self::Abs => x.checked_abs(),
         }
     }
@@ -162,7 +165,7 @@ mod tests {
         assert_eq!(Divide.integer(7, 0), None);
         assert_eq!(Modulo.integer(7, 0), None);
         assert_eq!(Divide.integer(i64::MIN, -1), None);
-        assert_eq!(Modulo.integer(i64::MIN, -1), None);
+        assert_eq!(Modulo.integer(i64::MIN, -1), Some(0));
         assert_eq!(Add.integer(i64::MAX, 1), None);
         assert_eq!(Subtract.integer(i64::MIN, 1), None);
         assert_eq!(Multiply.integer(i64::MAX, 2), None);

@@ -310,6 +310,13 @@ impl QueryEngine {
         &self.description
     }
 
+    /// How fast the engine that runs this dataset's queries was measured
+    /// to be at its worst: the embedded one, or its database.
+    pub fn speed(&self) -> crate::timing::Speed {
+        let flavour = self.database.as_ref().map(|d| d.runner().flavour());
+        crate::timing::Speed::of(flavour)
+    }
+
     /// The DataFusion session over the private table: for running
     /// non-private comparisons in benchmarks, through `internals`.
     #[cfg(feature = "internals")]
@@ -634,7 +641,7 @@ impl QueryEngine {
         started: std::time::Instant,
     ) -> Result<()> {
         let release = deadlines
-            .release_time(query.work(), self.description.public_rows)?
+            .release_time(query.work(), self.description.public_rows, self.speed())?
             .release_after(started.elapsed())?;
         std::thread::sleep(
             (started + release).saturating_duration_since(std::time::Instant::now()),

@@ -149,7 +149,7 @@ impl Dataset {
     ) -> Instant {
         let people = self.engine.description().public_rows;
         let release = deadlines
-            .release_time(work, people)
+            .release_time(work, people, self.engine.speed())
             .and_then(|time| Ok(time.release_after(started.elapsed())?));
         started + release.unwrap_or(fallback)
     }

@@ -27,6 +27,8 @@ const PG: PostgreSqlDialect = PostgreSqlDialect {};
 /// Every method [`PostgreSqlDialect`] overrides, forwarded to it but
 /// `supports_named_fn_args_with_expr_name`; and its type, so that the
 /// parser's checks for PostgreSQL (`dialect_of!`) hold for this one too.
+/// The list is sqlparser 0.62's (the version DataFusion 55.2 pins): when
+/// sqlparser changes, compare it with `dialect/postgresql.rs` again.
 impl Dialect for PostgresReading {
     fn dialect(&self) -> TypeId {
         TypeId::of::<PostgreSqlDialect>()

@@ -489,8 +489,12 @@ fn postgres_integer(name: &str, x: &str, y: &str) -> Option<String> {
         // The remainder's magnitude is below the divisor's: within bigint.
         // PostgreSQL's `mod` of bigint by −1 is 0, as dpkit's is.
         "dpkit_int_mod" => return Some(format!("MOD({x}, NULLIF({y}, 0))")),
-        // NULL for the one bigint whose magnitude is past the range.
-        "dpkit_int_abs" => return Some(format!("ABS(NULLIF({x}, {}))", BIGINT.0)),
+        // NULL for the one bigint whose magnitude is past the range. The
+        // cast first: a literal such as -2147483648 is an `integer` to
+        // PostgreSQL, whose own least value `ABS` would raise an error on.
+        "dpkit_int_abs" => {
+            return Some(format!("ABS(NULLIF(CAST({x} AS BIGINT), {}))", BIGINT.0));
+        }
         _ => return None,
     };
     Some(in_bigint(&exact))
@@ -513,6 +517,13 @@ fn in_bigint(exact: &str) -> String {
 /// divisor and the one quotient beyond `bigint`, remainder against a zero
 /// divisor.
 fn spark_integer(name: &str, x: &str, y: &str) -> Option<String> {
+    // As `bigint` first: Spark reads a literal such as 2147483647 as an
+    // `int`, whose `try_add` would give NULL where dpkit's sum is a
+    // `bigint`, and whose least value `ABS` would raise an error on.
+    let (x, y) = (
+        format!("CAST({x} AS BIGINT)"),
+        format!("CAST({y} AS BIGINT)"),
+    );
     let min = BIGINT.0;
     let guard = format!("{y} = 0 OR ({x} = {min} AND {y} = -1)");
     Some(match name {

@@ -241,6 +241,12 @@ const EXTREME_QUERIES: &[&str] = &[
      COUNT(CASE WHEN (0 - n) * 92233720368547758 - 8 < 0 THEN 1 END) AS u, \
      COUNT(CASE WHEN n / (n - n) IS NULL AND n % (n - n) IS NULL THEN 1 END) AS z, \
      COUNT(CASE WHEN (id * 7 - 60) / 4 = -6 OR (id * 7 - 60) % 4 = -3 THEN 1 END) AS s FROM x",
+    // Literals a database reads as 32-bit integers: their least value has
+    // no 32-bit magnitude, and their sums pass 32 bits, on one row only.
+    "SELECT COUNT(CASE WHEN abs(CASE WHEN id = 3 THEN -2147483648 END) > 0 THEN 1 END) AS a, \
+     COUNT(CASE WHEN (CASE WHEN id = 3 THEN 2147483647 END) + 1 > 2147483647 THEN 1 END) AS p, \
+     COUNT(CASE WHEN (CASE WHEN id = 3 THEN -2147483648 END) * -1 > 0 THEN 1 END) AS m, \
+     COUNT(CASE WHEN (CASE WHEN id = 3 THEN -2147483648 END) / -1 > 0 THEN 1 END) AS q FROM x",
 ];
 
 /// Quantiles of two different arguments: PostgreSQL and Spark count a

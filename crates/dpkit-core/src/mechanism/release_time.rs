@@ -28,8 +28,10 @@
 //! (ε, δ)-DP.
 //!
 //! What this does not cover is any way `A` moves by more than `Δ` for one
-//! person: `Δ` is the planner's work bound, timed by the query crate's
-//! `tests/row_cost.rs`, and only as good as that model.
+//! person: `Δ` is the planner's work bound at the engine's worst speed a
+//! unit, timed by the query crate's `tests/row_cost.rs` on its own engine
+//! and by `docs/bench/work_units.py` on databases, and only as good as
+//! that model and those measurements.
 //!
 //! ```
 //! use std::time::Duration;

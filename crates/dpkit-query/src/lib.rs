@@ -34,6 +34,7 @@ pub mod error;
 mod hints;
 pub mod plan;
 mod private_table;
+mod probe_always;
 mod public_table;
 pub mod reuse;
 pub mod synth;

@@ -364,9 +364,9 @@ fn numbers_and_joins_cost_one_person_within_their_planned_work() {
         (
             "a self-join of 14 rows",
             Neighbours::new("numeric-self-join", 14, 1),
-            // Every side holds rows with or without the target: a hash
-            // join whose build side is empty skips its probe side's scan
-            // (see the book's "What timing can still show").
+            // Every side holds rows with or without the target. A build
+            // side that only the target reaches is src/probe_always.rs's,
+            // whose tests count the probe side's rows on neighbours.
             "SELECT COUNT(*) FROM t a JOIN t b ON a.id = b.id WHERE a.x <= b.x".to_string(),
         ),
     ];

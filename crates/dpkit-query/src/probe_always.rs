@@ -1,0 +1,395 @@
+//! Hash joins that read their probe side whatever their build side holds.
+//!
+//! DataFusion's hash join skips its probe side when its build side turns
+//! out empty (for the join types whose answer is then empty). That makes a
+//! run's duration depend on whether *any* row reached the build side: in a
+//! join of two private tables on the person where a filter lets only one
+//! person's rows through on one side, the other side's whole scan runs only
+//! if that person is there, a cost that grows with the table and not with
+//! the person, so the per-person work bound (`dpkit_total::work`) cannot
+//! cover it.
+//!
+//! [`ProbeAlways`] closes it after physical planning: every such join's
+//! build side gets one more row, the *sentinel*, which never matches (an
+//! extra key column, true on every real row and false on the sentinel,
+//! joined to `true` on the probe side) and never leaves the join (the join
+//! types that emit unmatched build rows are filtered on that column). The
+//! build side is collected into one hash table (`CollectLeft`), so one
+//! sentinel makes every probe partition run. The join's output columns,
+//! and so its answer, are the same as before.
+//!
+//! [`configured`] turns off, for the same reason, the join's dynamic filter,
+//! which would let the build side's keys prune the probe side's scan (row
+//! groups of a Parquet file), and the swap of a join's sides by the tables'
+//! statistics, which the private tables' sizes would decide.
+
+use std::sync::Arc;
+
+use datafusion::common::ScalarValue;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::error::Result;
+use datafusion::logical_expr::JoinType;
+use datafusion::physical_expr::expressions::{Column, Literal, case};
+use datafusion::physical_expr::{PhysicalExpr, projection::ProjectionExpr};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::filter::FilterExecBuilder;
+use datafusion::physical_plan::joins::utils::JoinOn;
+use datafusion::physical_plan::joins::{HashJoinExec, HashJoinExecBuilder, PartitionMode};
+use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::union::UnionExec;
+use datafusion::prelude::SessionConfig;
+
+/// The build side's extra key: true on real rows, false on the sentinel.
+const REAL: &str = "__dpkit_real_row";
+
+/// The physical optimizer rule; see the module's documentation.
+#[derive(Debug, Default)]
+pub(crate) struct ProbeAlways;
+
+impl PhysicalOptimizerRule for ProbeAlways {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|node| match node.downcast_ref::<HashJoinExec>() {
+            Some(join) if skips_probe(*join.join_type()) => Ok(Transformed::yes(probing(join)?)),
+            _ => Ok(Transformed::no(node)),
+        })
+        .data()
+    }
+
+    fn name(&self) -> &str {
+        "ProbeAlways"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// `config` with the hash join's dynamic filter off, since the build side's
+/// keys must not decide how much of the probe side is read, and without
+/// statistics-driven join swaps, since the private tables' sizes must not
+/// decide which side is hashed (the build side is the query's left side).
+pub(crate) fn configured(mut config: SessionConfig) -> SessionConfig {
+    let optimizer = &mut config.options_mut().optimizer;
+    optimizer.enable_join_dynamic_filter_pushdown = false;
+    optimizer.join_reordering = false;
+    config
+}
+
+/// Whether DataFusion skips the probe side of a join of this type when its
+/// build side (or its hash table) is empty.
+fn skips_probe(join_type: JoinType) -> bool {
+    join_type.empty_build_side_produces_empty_result()
+        || join_type.empty_map_produces_empty_result()
+}
+
+/// Whether the join emits build rows that matched nothing.
+fn emits_unmatched_build_rows(join_type: JoinType) -> bool {
+    matches!(
+        join_type,
+        JoinType::Left | JoinType::LeftAnti | JoinType::LeftMark | JoinType::Full
+    )
+}
+
+/// `join` with the sentinel on its build side, its output unchanged.
+fn probing(join: &HashJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
+    let build_width = join.left().schema().fields().len();
+    let on = keys(join, build_width)?;
+    let build = with_sentinel(join.left())?;
+    let unprojected = || {
+        HashJoinExecBuilder::new(
+            Arc::clone(&build),
+            Arc::clone(join.right()),
+            on.clone(),
+            *join.join_type(),
+        )
+        .with_filter(join.filter().cloned())
+        .with_partition_mode(PartitionMode::CollectLeft)
+        .with_null_equality(join.null_equality())
+        .with_null_aware(join.null_aware)
+        .with_fetch(join.fetch())
+    };
+    let before = join.builder().with_projection(None).build()?.schema();
+    let after = unprojected().build()?.schema();
+    // The flag sits after the build side's columns when they are emitted.
+    let shifted = |i: usize| match after.fields().len() > before.fields().len() {
+        true if i >= build_width => i + 1,
+        _ => i,
+    };
+    let wanted: Vec<usize> = match &join.projection {
+        Some(projection) => projection.iter().map(|&i| shifted(i)).collect(),
+        None => (0..before.fields().len()).map(shifted).collect(),
+    };
+    if !emits_unmatched_build_rows(*join.join_type()) {
+        return unprojected().with_projection(Some(wanted)).build_exec();
+    }
+    // The sentinel leaves at the filter, so a limit counts after it.
+    let kept = wanted.len();
+    let joined = unprojected()
+        .with_fetch(None)
+        .with_projection(Some([wanted, vec![build_width]].concat()))
+        .build_exec()?;
+    let real_rows = Arc::new(Column::new(REAL, kept));
+    let filter = FilterExecBuilder::new(real_rows, joined)
+        .with_fetch(join.fetch())
+        .apply_projection(Some((0..kept).collect()))?
+        .build()?;
+    Ok(Arc::new(filter))
+}
+
+/// The join's keys, so that the sentinel matches nothing: one more pair,
+/// [`REAL`] against `true`; or, for a null-aware anti join (`NOT IN`),
+/// which takes a single key, that key NULL on the sentinel (still a row of
+/// the build side, which is all that join asks before it probes).
+fn keys(join: &HashJoinExec, build_width: usize) -> Result<JoinOn> {
+    let real: Arc<dyn PhysicalExpr> = Arc::new(Column::new(REAL, build_width));
+    let mut on = join.on().to_vec();
+    if !join.null_aware {
+        on.push((real, literal(ScalarValue::Boolean(Some(true)))));
+        return Ok(on);
+    }
+    for (build_key, _) in &mut on {
+        *build_key = case(None, vec![(Arc::clone(&real), Arc::clone(build_key))], None)?;
+    }
+    Ok(on)
+}
+
+/// `build`'s rows with [`REAL`] true, and one row of default values with it
+/// false, in one partition.
+fn with_sentinel(build: &Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let schema = build.schema();
+    let mut real = Vec::with_capacity(schema.fields().len() + 1);
+    let mut sentinel = Vec::with_capacity(schema.fields().len() + 1);
+    for (i, field) in schema.fields().iter().enumerate() {
+        let name = field.name().to_string();
+        real.push(ProjectionExpr::new(
+            Arc::new(Column::new(&name, i)),
+            name.clone(),
+        ));
+        // Not NULL: a NULL key leaves a row out of the hash table.
+        let value = ScalarValue::new_default(field.data_type())?;
+        sentinel.push(ProjectionExpr::new(literal(value), name));
+    }
+    real.push(ProjectionExpr::new(
+        literal(ScalarValue::Boolean(Some(true))),
+        REAL.to_string(),
+    ));
+    sentinel.push(ProjectionExpr::new(
+        literal(ScalarValue::Boolean(Some(false))),
+        REAL.to_string(),
+    ));
+    let one_row = Arc::new(PlaceholderRowExec::new(Arc::new(
+        datafusion::arrow::datatypes::Schema::empty(),
+    )));
+    let both = UnionExec::try_new(vec![
+        Arc::new(ProjectionExec::try_new(real, Arc::clone(build))?),
+        Arc::new(ProjectionExec::try_new(sentinel, one_row)?),
+    ])?;
+    Ok(Arc::new(CoalescePartitionsExec::new(both)))
+}
+
+fn literal(value: ScalarValue) -> Arc<dyn PhysicalExpr> {
+    Arc::new(Literal::new(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int64Array, RecordBatch};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::util::pretty::pretty_format_batches;
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    use datafusion::datasource::MemTable;
+    use datafusion::physical_plan::collect;
+    use datafusion::prelude::SessionContext;
+
+    const ROWS: i64 = 3000;
+    /// The target's rows: the only ones with a negative `v`.
+    const TARGET: [(i64, i64); 2] = [(5, -1), (6, -2)];
+
+    /// `name(id, v)`: ids 0..999 three times over with one NULL, `v` = the
+    /// row's number, in three partitions, and the target's rows or not.
+    fn table(name: &str, target: bool) -> MemTable {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new(format!("{name}_id"), DataType::Int64, true),
+            Field::new(format!("{name}_v"), DataType::Int64, true),
+        ]));
+        let part = |start: i64, extra: &[(i64, i64)]| {
+            let rows = (start..start + ROWS / 3).map(|i| ((i != 7).then_some(i % 1000), i));
+            let rows: Vec<_> = rows
+                .chain(extra.iter().map(|&(i, v)| (Some(i), v)))
+                .collect();
+            let ids: Int64Array = rows.iter().map(|r| r.0).collect();
+            let values: Int64Array = rows.iter().map(|r| Some(r.1)).collect();
+            let columns = vec![Arc::new(ids) as _, Arc::new(values) as _];
+            vec![RecordBatch::try_new(Arc::clone(&schema), columns).unwrap()]
+        };
+        let extra: &[(i64, i64)] = if target { &TARGET } else { &[] };
+        let parts = vec![part(0, &[]), part(ROWS / 3, extra), part(2 * ROWS / 3, &[])];
+        MemTable::try_new(Arc::clone(&schema), parts).unwrap()
+    }
+
+    /// `context` with `a` (the target's rows or not) and `b`.
+    fn with_tables(context: SessionContext, target: bool) -> SessionContext {
+        context
+            .register_table("a", Arc::new(table("a", target)))
+            .unwrap();
+        context
+            .register_table("b", Arc::new(table("b", false)))
+            .unwrap();
+        context
+    }
+
+    /// The answer of `sql`, its rows sorted, and the rows each hash join
+    /// read from its probe side.
+    fn run(context: &SessionContext, sql: &str) -> (Vec<String>, Vec<usize>) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let plan = context
+                .sql(sql)
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap();
+            let plan = counted(plan);
+            let batches = collect(Arc::clone(&plan), context.task_ctx())
+                .await
+                .unwrap();
+            let text = pretty_format_batches(&batches).unwrap().to_string();
+            let mut rows: Vec<String> = text.lines().map(str::to_string).collect();
+            rows.sort();
+            let mut probed = Vec::new();
+            plan.apply(|node| {
+                if let Some(join) = node.downcast_ref::<HashJoinExec>() {
+                    let metrics = join.right().metrics().expect("the probe side's metrics");
+                    probed.push(metrics.output_rows().unwrap_or(0));
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+            .unwrap();
+            assert!(!probed.is_empty(), "no hash join: {sql}");
+            (rows, probed)
+        })
+    }
+
+    /// `plan` with each hash join's probe side read through a projection
+    /// of all its columns, whose metrics count the rows the join pulled.
+    fn counted(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        plan.transform_up(|node| {
+            let Some(join) = node.downcast_ref::<HashJoinExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            let probe = Arc::clone(join.right());
+            let schema = probe.schema();
+            let all: Vec<_> = (schema.fields().iter().enumerate())
+                .map(|(i, field)| {
+                    let column = Arc::new(Column::new(field.name(), i)) as Arc<dyn PhysicalExpr>;
+                    ProjectionExpr::new(column, field.name().to_string())
+                })
+                .collect();
+            let through = Arc::new(ProjectionExec::try_new(all, probe)?);
+            let children = vec![Arc::clone(join.left()), through as Arc<dyn ExecutionPlan>];
+            Ok(Transformed::yes(
+                join.builder().with_new_children(children)?.build_exec()?,
+            ))
+        })
+        .data()
+        .unwrap()
+    }
+
+    /// Joins of every kind DataFusion plans as hash joins, `a`'s rows kept
+    /// by `keep`.
+    fn queries(keep: &str) -> Vec<String> {
+        vec![
+            format!("SELECT COUNT(*), SUM(b_v) FROM a JOIN b ON a_id = b_id WHERE {keep}"),
+            format!("SELECT a_v, b_v FROM a JOIN b ON a_id = b_id AND a_v < b_v WHERE {keep}"),
+            format!("SELECT a_v, b_v FROM a LEFT JOIN b ON a_id = b_id WHERE {keep}"),
+            format!("SELECT a_v, b_v FROM b RIGHT JOIN a ON a_id = b_id WHERE {keep}"),
+            format!("SELECT COUNT(*) FROM b WHERE b_id IN (SELECT a_id FROM a WHERE {keep})"),
+            format!("SELECT COUNT(*) FROM b WHERE b_id NOT IN (SELECT a_id FROM a WHERE {keep})"),
+            format!(
+                "SELECT a_v FROM a WHERE a_id NOT IN (SELECT b_id FROM b WHERE b_v < 20) AND {keep}"
+            ),
+            format!(
+                "SELECT a_v FROM a WHERE {keep} AND NOT EXISTS \
+                 (SELECT 1 FROM b WHERE b_id = a_id AND b_v > 2500)"
+            ),
+            format!(
+                "SELECT a_v FROM a WHERE {keep} AND \
+                 (a_v > 110 OR EXISTS (SELECT 1 FROM b WHERE b_id = a_id AND b_v > 2500))"
+            ),
+            format!("SELECT COUNT(*) FROM a FULL JOIN b ON a_id = b_id WHERE {keep} OR b_v < 10"),
+            format!(
+                "SELECT COUNT(*) FROM (SELECT a_v FROM a LEFT JOIN b ON a_id = b_id \
+                 WHERE {keep} LIMIT 3)"
+            ),
+        ]
+    }
+
+    const KEEPS: [&str; 5] = [
+        "a_v < 0",
+        "a_v = 5",
+        "a_v BETWEEN 100 AND 120",
+        "a_id IS NULL",
+        "a_v < 0 OR a_v > 2990",
+    ];
+
+    /// Every query answers as DataFusion alone answers it, on both tables.
+    #[test]
+    fn answers_are_unchanged() {
+        for target in [false, true] {
+            let plain = with_tables(SessionContext::new(), target);
+            let probing = with_tables(crate::engine::session(), target);
+            for sql in KEEPS.iter().flat_map(|keep| queries(keep)) {
+                assert_eq!(run(&probing, &sql).0, run(&plain, &sql).0, "{sql}");
+            }
+        }
+    }
+
+    /// The rows each join reads from its probe side differ between the
+    /// neighbours by at most the target's own rows, whatever the target's
+    /// rows are alone in passing. Without [`ProbeAlways`], DataFusion skips
+    /// the whole probe side when the build side is empty.
+    #[test]
+    fn the_probe_side_is_read_with_or_without_the_target() {
+        let probed = |context: SessionContext, target: bool, sql: &str| {
+            run(&with_tables(context, target), sql).1
+        };
+        // A limit stops the probe side early whatever the build side holds
+        // (dpkit refuses LIMIT below an aggregate): its answers are
+        // checked above.
+        let unlimited = KEEPS.iter().flat_map(|keep| queries(keep));
+        for sql in unlimited.filter(|sql| !sql.contains("LIMIT")) {
+            let with = probed(crate::engine::session(), true, &sql);
+            let without = probed(crate::engine::session(), false, &sql);
+            assert_eq!(with.len(), without.len(), "{sql}");
+            for (w, o) in with.iter().zip(&without) {
+                assert!(
+                    w.abs_diff(*o) <= TARGET.len(),
+                    "{with:?} against {without:?}: {sql}"
+                );
+            }
+        }
+        // The same configuration without the rule: the hole put back.
+        let unprobed = || SessionContext::new_with_config(configured(SessionConfig::new()));
+        let sql = "SELECT COUNT(*) FROM a JOIN b ON a_id = b_id WHERE a_v < 0";
+        let with = probed(unprobed(), true, sql);
+        let without = probed(unprobed(), false, sql);
+        assert_eq!(
+            (with, without),
+            (vec![ROWS as usize], vec![0]),
+            "DataFusion changed"
+        );
+    }
+}

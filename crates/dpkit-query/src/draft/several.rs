@@ -59,7 +59,31 @@ pub fn draft_from_csvs(paths: &[&Path], person: Option<&str>) -> Result<String> 
         .copied()
         .find(|&f| files[f].one_per_person)
         .unwrap_or(first);
-    Ok(draft(&files, main, &person))
+    let through = (0..files.len())
+        .map(|f| reached_through(&files, f, &person))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(draft(&files, main, &person, &through))
+}
+
+/// For a file without the person's column, the first of its columns that
+/// is a key of a file with it (present and distinct in that file's first
+/// rows), as `(that file's table, the column)`: its rows then name rows of
+/// a person (a visit's prescriptions), so it is not public, and it cannot
+/// be private without the person's column. A column that repeats in the
+/// file with the person (a flight's carrier) names a public lookup.
+fn reached_through(files: &[File<'_>], f: usize, person: &str) -> Result<Option<(String, String)>> {
+    let file = &files[f];
+    if file.names.iter().any(|n| n == person) {
+        return Ok(None);
+    }
+    for column in &file.names {
+        for other in files.iter().filter(|o| o.names.iter().any(|n| n == person)) {
+            if other.names.contains(column) && distinct(other, column)? {
+                return Ok(Some((other.table.clone(), column.clone())));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The file's header, its columns' drafted types, and its table name.
@@ -138,8 +162,15 @@ fn identifier_like(name: &str) -> bool {
         || name.ends_with("id")
 }
 
-/// The draft: `files[main]` as the table, the others as private or public.
-fn draft(files: &[File<'_>], main: usize, person: &str) -> String {
+/// The draft: `files[main]` as the table, the others as private or public,
+/// or left out with the reason when they reach the person `through`
+/// another table.
+fn draft(
+    files: &[File<'_>],
+    main: usize,
+    person: &str,
+    through: &[Option<(String, String)>],
+) -> String {
     let listed: Vec<String> = files.iter().map(|f| file_name(f.path)).collect();
     let names: Vec<String> = files.iter().flat_map(|f| f.names.clone()).collect();
     let kinds: Vec<Drafted> = files.iter().flat_map(|f| f.kinds.iter().cloned()).collect();
@@ -186,6 +217,13 @@ fn draft(files: &[File<'_>], main: usize, person: &str) -> String {
                 &format!("private.{name}.columns"),
                 &file.names,
                 &file.kinds,
+            ));
+        } else if let Some((table, key)) = &through[f] {
+            draft.push_str(&format!(
+                "\n# LEFT OUT: {path} names rows of {table} by {key} (distinct there in the\n\
+                 # first rows), so its rows are about people and it is not public. A private\n\
+                 # table needs its person's column: add {table}'s {person} to each of its rows\n\
+                 # (joined on {key}) and describe the files again.\n"
             ));
         } else {
             draft.push_str(&format!(
@@ -256,6 +294,22 @@ mod tests {
         // Named: the same roles; a name no file has is refused in one line.
         let named = draft_from_csvs(&[&planes, &flights, &airlines], Some("tailnum")).unwrap();
         assert!(Description::from_toml(&named, &folder).is_ok());
+        // A file that names flights, not planes, is left out, never public.
+        let delays = write("delays.csv", "flight,minutes\nF2,4\nF1,7\nF2,9\n");
+        let numbered = write(
+            "numbered.csv",
+            "flight,tailnum,carrier\nF1,N1,AA\nF2,N1,UA\nF3,N2,AA\n",
+        );
+        let draft = draft_from_csvs(&[&planes, &numbered, &delays, &airlines], None).unwrap();
+        assert!(
+            draft.contains("# LEFT OUT: delays.csv names rows of numbered by flight"),
+            "{draft}"
+        );
+        let description = Description::from_toml(&draft, &folder).unwrap();
+        assert!(!description.public.contains_key("delays"), "{draft}");
+        assert!(!description.private.contains_key("delays"), "{draft}");
+        assert!(description.public.contains_key("airlines"), "{draft}");
+        assert_eq!(description.private["numbered"].person, "tailnum");
         let refused = draft_from_csvs(&[&planes, &flights], Some("plane")).unwrap_err();
         assert!(
             refused

@@ -19,6 +19,8 @@ struct File<'a> {
     /// Whether the person column's values in the first rows are all
     /// present and distinct (one row per person).
     one_per_person: bool,
+    /// How many first rows were read.
+    rows: usize,
 }
 
 /// A draft description of several CSV files about the same people, the
@@ -67,10 +69,12 @@ pub fn draft_from_csvs(paths: &[&Path], person: Option<&str>) -> Result<String> 
 
 /// For a file without the person's column, the first of its columns that
 /// is a key of a file with it (present and distinct in that file's first
-/// rows), as `(that file's table, the column)`: its rows then name rows of
-/// a person (a visit's prescriptions), so it is not public, and it cannot
-/// be private without the person's column. A column that repeats in the
-/// file with the person (a flight's carrier) names a public lookup.
+/// rows, and this file no shorter there), as `(that file's table, the
+/// column)`: its rows then name rows of a person (a visit's
+/// prescriptions), so it is not public, and it cannot be private without
+/// the person's column. A column that repeats in the file with the person
+/// (a flight's carrier), or a shorter file (fewer airlines than flights
+/// read), names a public lookup.
 fn reached_through(files: &[File<'_>], f: usize, person: &str) -> Result<Option<(String, String)>> {
     let file = &files[f];
     if file.names.iter().any(|n| n == person) {
@@ -78,7 +82,7 @@ fn reached_through(files: &[File<'_>], f: usize, person: &str) -> Result<Option<
     }
     for column in &file.names {
         for other in files.iter().filter(|o| o.names.iter().any(|n| n == person)) {
-            if other.names.contains(column) && distinct(other, column)? {
+            if other.names.contains(column) && file.rows >= other.rows && distinct(other, column)? {
                 return Ok(Some((other.table.clone(), column.clone())));
             }
         }
@@ -89,9 +93,12 @@ fn reached_through(files: &[File<'_>], f: usize, person: &str) -> Result<Option<
 /// The file's header, its columns' drafted types, and its table name.
 fn read(path: &Path) -> Result<File<'_>> {
     let names = super::header(path)?;
-    let kinds = match first_rows(path, &names)? {
-        Some(batch) => batch.columns().iter().map(drafted_kind).collect(),
-        None => Vec::new(),
+    let (kinds, rows) = match first_rows(path, &names)? {
+        Some(batch) => (
+            batch.columns().iter().map(drafted_kind).collect(),
+            batch.num_rows(),
+        ),
+        None => (Vec::new(), 0),
     };
     let kinds = if kinds.is_empty() {
         names.iter().map(|_| Drafted::text()).collect()
@@ -104,6 +111,7 @@ fn read(path: &Path) -> Result<File<'_>> {
         names,
         kinds,
         one_per_person: false,
+        rows,
     })
 }
 

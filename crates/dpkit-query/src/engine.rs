@@ -1040,24 +1040,16 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// The embedded engine's session: DataFusion's physical optimizer with
-/// [`ProbeAlways`](crate::probe_always::ProbeAlways) last before its sanity
-/// check, so that no hash join's duration says whether its build side was
-/// empty.
+/// [`ProbeAlways`](crate::probe_always::ProbeAlways), so that no join's
+/// duration says whether its build side was empty.
 pub(crate) fn session() -> SessionContext {
     use datafusion::execution::SessionStateBuilder;
-    use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
     let config =
         crate::probe_always::configured(SessionConfig::new().with_information_schema(false));
-    let mut rules = PhysicalOptimizer::new().rules;
-    let at = rules
-        .iter()
-        .position(|rule| rule.name() == "SanityCheckPlan")
-        .unwrap_or(rules.len());
-    rules.insert(at, Arc::new(crate::probe_always::ProbeAlways));
     let state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
-        .with_physical_optimizer_rules(rules)
+        .with_physical_optimizer_rules(crate::probe_always::rules())
         .build();
     SessionContext::new_with_state(state)
 }

@@ -9,14 +9,16 @@
 //! the person, so the per-person work bound (`dpkit_total::work`) cannot
 //! cover it.
 //!
-//! [`ProbeAlways`] closes it after physical planning: every such join's
+//! [`ProbeAlways`] closes it during physical planning: every such join's
 //! build side gets one more row, the *sentinel*, which never matches (an
 //! extra key column, true on every real row and false on the sentinel,
 //! joined to `true` on the probe side) and never leaves the join (the join
 //! types that emit unmatched build rows are filtered on that column). The
 //! build side is collected into one hash table (`CollectLeft`), so one
-//! sentinel makes every probe partition run. The join's output columns,
-//! and so its answer, are the same as before.
+//! sentinel makes every probe partition run. A cross join (no key), which
+//! skips its right side when its left side is empty, gets the same row on
+//! its left, its pairs dropped after. The join's output columns, and so its
+//! answer, are the same as before.
 //!
 //! [`configured`] turns off, for the same reason, the join's dynamic filter,
 //! which would let the build side's keys prune the probe side's scan (row
@@ -30,14 +32,19 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::Result;
 use datafusion::logical_expr::JoinType;
-use datafusion::physical_expr::expressions::{Column, Literal, case};
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::expressions::{Column, Literal, binary, case};
 use datafusion::physical_expr::{PhysicalExpr, projection::ProjectionExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::filter::FilterExecBuilder;
 use datafusion::physical_plan::joins::utils::JoinOn;
-use datafusion::physical_plan::joins::{HashJoinExec, HashJoinExecBuilder, PartitionMode};
+use datafusion::physical_plan::joins::{
+    CrossJoinExec, HashJoinExec, HashJoinExecBuilder, PartitionMode,
+};
+use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::union::UnionExec;
@@ -56,9 +63,16 @@ impl PhysicalOptimizerRule for ProbeAlways {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        plan.transform_up(|node| match node.downcast_ref::<HashJoinExec>() {
-            Some(join) if skips_probe(*join.join_type()) => Ok(Transformed::yes(probing(join)?)),
-            _ => Ok(Transformed::no(node)),
+        plan.transform_up(|node| {
+            if let Some(join) = node.downcast_ref::<HashJoinExec>()
+                && skips_probe(*join.join_type())
+            {
+                return Ok(Transformed::yes(probing(join)?));
+            }
+            if let Some(join) = node.downcast_ref::<CrossJoinExec>() {
+                return Ok(Transformed::yes(crossing(join)?));
+            }
+            Ok(Transformed::no(node))
         })
         .data()
     }
@@ -72,15 +86,34 @@ impl PhysicalOptimizerRule for ProbeAlways {
     }
 }
 
-/// `config` with the hash join's dynamic filter off, since the build side's
-/// keys must not decide how much of the probe side is read, and without
-/// statistics-driven join swaps, since the private tables' sizes must not
-/// decide which side is hashed (the build side is the query's left side).
+/// `config` with dynamic filters off, since the build side's keys (or an
+/// aggregate's or a sort's running values) must not decide how much of
+/// another input is read, and without statistics-driven join swaps, since
+/// the private tables' sizes must not decide which side is hashed (the
+/// build side is the query's left side).
 pub(crate) fn configured(mut config: SessionConfig) -> SessionConfig {
     let optimizer = &mut config.options_mut().optimizer;
+    optimizer.enable_dynamic_filter_pushdown = false;
     optimizer.enable_join_dynamic_filter_pushdown = false;
+    optimizer.enable_aggregate_dynamic_filter_pushdown = false;
+    optimizer.enable_topk_dynamic_filter_pushdown = false;
     optimizer.join_reordering = false;
     config
+}
+
+/// The physical optimizer's rules with [`ProbeAlways`] after the join
+/// selection and the filters' pushdown (which would move the filter that
+/// drops the sentinel below the join) and before the rules that meet each
+/// operator's required partitioning and order (a collected build side
+/// changes a join's output partitioning).
+pub(crate) fn rules() -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
+    let mut rules = PhysicalOptimizer::new().rules;
+    let at = rules
+        .iter()
+        .position(|rule| rule.name() == "EnsureRequirements")
+        .expect("DataFusion's physical optimizer has EnsureRequirements");
+    rules.insert(at, Arc::new(ProbeAlways));
+    rules
 }
 
 /// Whether DataFusion skips the probe side of a join of this type when its
@@ -96,6 +129,40 @@ fn emits_unmatched_build_rows(join_type: JoinType) -> bool {
         join_type,
         JoinType::Left | JoinType::LeftAnti | JoinType::LeftMark | JoinType::Full
     )
+}
+
+/// A cross join (no key, no condition), which skips its right side when
+/// its left side is empty: the sentinel on its left, and its pairs
+/// dropped after.
+fn crossing(join: &CrossJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
+    let left_width = join.left().schema().fields().len();
+    let right_width = join.right().schema().fields().len();
+    let crossed = Arc::new(CrossJoinExec::new(
+        with_sentinel(join.left())?,
+        Arc::clone(join.right()),
+    ));
+    let kept = (0..left_width).chain(left_width + 1..left_width + 1 + right_width);
+    real_rows_only(crossed, left_width, kept.collect())
+}
+
+/// `plan`'s rows whose [`REAL`] column (at `real`) is not false, with the
+/// columns `kept`. A row a full join padded on the build side (NULL) stays.
+fn real_rows_only(
+    plan: Arc<dyn ExecutionPlan>,
+    real: usize,
+    kept: Vec<usize>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let column = Arc::new(Column::new(REAL, real));
+    let not_false = binary(
+        column,
+        Operator::IsDistinctFrom,
+        literal(ScalarValue::Boolean(Some(false))),
+        &plan.schema(),
+    )?;
+    let filter = FilterExecBuilder::new(not_false, plan)
+        .apply_projection(Some(kept))?
+        .build()?;
+    Ok(Arc::new(filter))
 }
 
 /// `join` with the sentinel on its build side, its output unchanged.
@@ -136,33 +203,41 @@ fn probing(join: &HashJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
         .with_fetch(None)
         .with_projection(Some([wanted, vec![build_width]].concat()))
         .build_exec()?;
-    let real_rows = Arc::new(Column::new(REAL, kept));
-    let filter = FilterExecBuilder::new(real_rows, joined)
-        .with_fetch(join.fetch())
-        .apply_projection(Some((0..kept).collect()))?
-        .build()?;
-    Ok(Arc::new(filter))
+    let filtered = real_rows_only(joined, kept, (0..kept).collect())?;
+    match join.fetch() {
+        Some(fetch) => Ok(Arc::new(GlobalLimitExec::new(filtered, 0, Some(fetch)))),
+        None => Ok(filtered),
+    }
 }
 
-/// The join's keys, so that the sentinel matches nothing: one more pair,
-/// [`REAL`] against `true`; or, for a null-aware anti join (`NOT IN`),
-/// which takes a single key, that key NULL on the sentinel (still a row of
-/// the build side, which is all that join asks before it probes).
+/// The join's keys, so that the sentinel matches nothing: each build key
+/// a default value on the sentinel, never NULL (a NULL key leaves a row out
+/// of the hash table, which an empty table's join type then skips), and one
+/// more pair, [`REAL`] against `true`. A null-aware anti join (`NOT IN`)
+/// takes a single key: that key is NULL on the sentinel instead, still a
+/// row of the build side, which is all that join asks before it probes.
 fn keys(join: &HashJoinExec, build_width: usize) -> Result<JoinOn> {
     let real: Arc<dyn PhysicalExpr> = Arc::new(Column::new(REAL, build_width));
+    let build_schema = join.left().schema();
     let mut on = join.on().to_vec();
+    for (build_key, _) in &mut on {
+        let otherwise = match join.null_aware {
+            true => None,
+            false => Some(literal(ScalarValue::new_default(
+                &build_key.data_type(&build_schema)?,
+            )?)),
+        };
+        let when = vec![(Arc::clone(&real), Arc::clone(build_key))];
+        *build_key = case(None, when, otherwise)?;
+    }
     if !join.null_aware {
         on.push((real, literal(ScalarValue::Boolean(Some(true)))));
-        return Ok(on);
-    }
-    for (build_key, _) in &mut on {
-        *build_key = case(None, vec![(Arc::clone(&real), Arc::clone(build_key))], None)?;
     }
     Ok(on)
 }
 
-/// `build`'s rows with [`REAL`] true, and one row of default values with it
-/// false, in one partition.
+/// `build`'s rows with [`REAL`] true, and one row of default values (of
+/// each column's type) with it false, in one partition.
 fn with_sentinel(build: &Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
     let schema = build.schema();
     let mut real = Vec::with_capacity(schema.fields().len() + 1);
@@ -173,7 +248,6 @@ fn with_sentinel(build: &Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan
             Arc::new(Column::new(&name, i)),
             name.clone(),
         ));
-        // Not NULL: a NULL key leaves a row out of the hash table.
         let value = ScalarValue::new_default(field.data_type())?;
         sentinel.push(ProjectionExpr::new(literal(value), name));
     }
@@ -208,6 +282,9 @@ mod tests {
     use datafusion::common::tree_node::TreeNodeRecursion;
     use datafusion::datasource::MemTable;
     use datafusion::physical_plan::collect;
+    use datafusion::physical_plan::execution_plan::{
+        ChildrenPropertiesMode, ReplaceChildrenOptions,
+    };
     use datafusion::prelude::SessionContext;
 
     const ROWS: i64 = 3000;
@@ -247,8 +324,8 @@ mod tests {
         context
     }
 
-    /// The answer of `sql`, its rows sorted, and the rows each hash join
-    /// read from its probe side.
+    /// The answer of `sql`, its rows sorted, and the rows each hash or
+    /// cross join read from its probe (right) side.
     fn run(context: &SessionContext, sql: &str) -> (Vec<String>, Vec<usize>) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -271,14 +348,16 @@ mod tests {
             rows.sort();
             let mut probed = Vec::new();
             plan.apply(|node| {
-                if let Some(join) = node.downcast_ref::<HashJoinExec>() {
-                    let metrics = join.right().metrics().expect("the probe side's metrics");
+                if node.is::<HashJoinExec>() || node.is::<CrossJoinExec>() {
+                    let metrics = node.children()[1]
+                        .metrics()
+                        .expect("the probe side's metrics");
                     probed.push(metrics.output_rows().unwrap_or(0));
                 }
                 Ok(TreeNodeRecursion::Continue)
             })
             .unwrap();
-            assert!(!probed.is_empty(), "no hash join: {sql}");
+            assert!(!probed.is_empty(), "no hash or cross join: {sql}");
             (rows, probed)
         })
     }
@@ -287,10 +366,10 @@ mod tests {
     /// of all its columns, whose metrics count the rows the join pulled.
     fn counted(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
         plan.transform_up(|node| {
-            let Some(join) = node.downcast_ref::<HashJoinExec>() else {
+            if !node.is::<HashJoinExec>() && !node.is::<CrossJoinExec>() {
                 return Ok(Transformed::no(node));
-            };
-            let probe = Arc::clone(join.right());
+            }
+            let [build, probe] = [0, 1].map(|i| Arc::clone(node.children()[i]));
             let schema = probe.schema();
             let all: Vec<_> = (schema.fields().iter().enumerate())
                 .map(|(i, field)| {
@@ -299,9 +378,10 @@ mod tests {
                 })
                 .collect();
             let through = Arc::new(ProjectionExec::try_new(all, probe)?);
-            let children = vec![Arc::clone(join.left()), through as Arc<dyn ExecutionPlan>];
+            let children = vec![build, through as Arc<dyn ExecutionPlan>];
+            let recompute = ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute);
             Ok(Transformed::yes(
-                join.builder().with_new_children(children)?.build_exec()?,
+                node.replace_children(children, recompute)?,
             ))
         })
         .data()
@@ -317,6 +397,10 @@ mod tests {
             format!("SELECT a_v, b_v FROM a LEFT JOIN b ON a_id = b_id WHERE {keep}"),
             format!("SELECT a_v, b_v FROM b RIGHT JOIN a ON a_id = b_id WHERE {keep}"),
             format!("SELECT COUNT(*) FROM b WHERE b_id IN (SELECT a_id FROM a WHERE {keep})"),
+            format!(
+                "SELECT COUNT(*) FROM a JOIN b ON NULLIF(a_id, 0) = b_id AND a_v < b_v \
+                 WHERE {keep}"
+            ),
             format!("SELECT COUNT(*) FROM b WHERE b_id NOT IN (SELECT a_id FROM a WHERE {keep})"),
             format!(
                 "SELECT a_v FROM a WHERE a_id NOT IN (SELECT b_id FROM b WHERE b_v < 20) AND {keep}"
@@ -330,6 +414,11 @@ mod tests {
                  (a_v > 110 OR EXISTS (SELECT 1 FROM b WHERE b_id = a_id AND b_v > 2500))"
             ),
             format!("SELECT COUNT(*) FROM a FULL JOIN b ON a_id = b_id WHERE {keep} OR b_v < 10"),
+            format!(
+                "SELECT COUNT(*), SUM(b_v) FROM a CROSS JOIN (SELECT * FROM b WHERE b_v < 50) \
+                 WHERE {keep}"
+            ),
+            format!("SELECT a_v, b_v FROM a JOIN b ON true WHERE b_v < 5 AND ({keep})"),
             format!(
                 "SELECT COUNT(*) FROM (SELECT a_v FROM a LEFT JOIN b ON a_id = b_id \
                  WHERE {keep} LIMIT 3)"

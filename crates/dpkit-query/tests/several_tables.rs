@@ -340,3 +340,39 @@ fn the_default_cap_keeps_each_months_visits_as_often_as_the_truncation_expects()
     );
     assert!(ordered.iter().any(|sd| *sd > 6.0), "{ordered:?}");
 }
+
+/// Outer joins of private tables under bounds per group. The per-person
+/// window over the joined rows needs them partitioned by the person; a
+/// join whose build side is collected whole (`probe_always.rs`) no longer
+/// gives that by itself, so the physical planner must add it (a plan that
+/// failed DataFusion's sanity check would fail after the charge).
+#[test]
+fn outer_joins_under_bounds_per_group_are_answered() {
+    for groups in [1, 12] {
+        let bounded = |text: String| {
+            text.replace(
+                "max_rows_per_person = 1\n",
+                &format!(
+                    "max_rows_per_person = 1\nmax_groups_per_person = {groups}\n\
+                     max_rows_per_group = 1\n"
+                ),
+            )
+        };
+        let engine = clinic(bounded);
+        let held = clinic(bounded).held_in_memory().unwrap();
+        for (place, engine) in [("read", &engine), ("held", &held)] {
+            for (i, sql) in [
+                "SELECT p.sex, COUNT(*) AS n FROM people p LEFT JOIN visits v \
+                 ON p.id = v.person GROUP BY p.sex",
+                "SELECT p.sex, COUNT(*) AS n FROM visits v RIGHT JOIN people p \
+                 ON p.id = v.person GROUP BY p.sex",
+                "SELECT COUNT(*) AS n FROM people p LEFT JOIN visits v ON p.id = v.person",
+            ]
+            .iter()
+            .enumerate()
+            {
+                answered(engine, sql, &format!("outer-{groups}-{place}-{i}"));
+            }
+        }
+    }
+}

@@ -56,7 +56,8 @@ def synthesize(description: str | os.PathLike, epsilon: float, delta: float = 1e
     ``method`` is ``mst`` (seconds) or ``aim`` (minutes on Adult, less
     error on 3-way marginals). ``rows`` defaults to as many as the noisy
     model estimates. ``attrs`` holds the cost, the marginals measured after
-    the 1-way ones, and the budget left.
+    the 1-way ones, each measured marginal's total-variation distance from
+    its noisy measurement (``measured_fit``, free), and the budget left.
     """
     import pandas as pd
 
@@ -69,7 +70,8 @@ def synthesize(description: str | os.PathLike, epsilon: float, delta: float = 1e
                                  dtype="Int64" if column["type"] == "integer" else "string")
         for column in drawn["columns"]
     })
-    for key in ("dataset", "method", "measured", "epsilon", "delta", "one_way_fit", "budget"):
+    for key in ("dataset", "method", "measured", "epsilon", "delta", "one_way_fit",
+                "measured_fit", "budget"):
         frame.attrs[key] = drawn[key]
     return frame
 

@@ -64,6 +64,11 @@ fn synthesized(
         "epsilon": planned.cost.loss.epsilon(),
         "delta": planned.cost.loss.delta(),
         "one_way_fit": { "mean": drawn.one_way.mean, "max": drawn.one_way.max },
+        "measured_fit": drawn
+            .measured
+            .iter()
+            .map(|m| json!({ "columns": m.columns, "distance": m.distance }))
+            .collect::<Vec<_>>(),
         "budget": budget_json(&dataset, &ledger.state()?),
     }))
 }

@@ -20,6 +20,10 @@ def test_a_synthetic_table_has_the_described_columns_and_types(description):
     assert frame.attrs["epsilon"] == 1.0 and frame.attrs["method"] == "MST"
     assert frame.attrs["budget"]["remaining_epsilon"] == 9.0
     assert dpkit.budget(description)["queries"] == 1
+    # Each column's noisy marginal, then the spanning tree's 3 pairs.
+    fits = frame.attrs["measured_fit"]
+    assert [len(fit["columns"]) for fit in fits] == [1, 1, 1, 1, 2, 2, 2]
+    assert all(0.0 <= fit["distance"] <= 1.0 for fit in fits)
 
 
 def test_aim_runs_from_python_too(description):

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
 use dpkit_core::rng::SecureRng;
-use dpkit_query::synth::{self, Columns, MethodName};
+use dpkit_query::synth::{self, Columns, Fit, MarginalFit, MethodName};
 use dpkit_query::{Description, QueryEngine};
 
 use crate::query::{LedgerArgs, answer_budget_line, ledger_path, open_ledger};
@@ -64,13 +64,30 @@ pub struct SynthArgs {
     /// comparison is not private: never pass it on.
     #[arg(long)]
     report_true: bool,
+    /// Draw the measured marginals furthest from their noisy measurements
+    /// to STEM.png and STEM.svg (free); with --report-true, also the 1-, 2-
+    /// and 3-way marginals furthest from the true ones (four of each) to
+    /// STEM-true.png and STEM-true.svg (not private).
+    #[arg(long, value_name = "STEM")]
+    figure: Option<PathBuf>,
 }
+
+/// The most marginals a figure shows.
+const FIGURE_MARGINALS: usize = 12;
 
 /// Plans, charges, synthesizes and writes the table, then reports.
 pub fn synth(args: &SynthArgs) -> Result<()> {
     let description = Description::load(&args.ledger.description)?;
     if let Some(out) = &args.out {
         not_an_input(out, &args.ledger, &description)?;
+    }
+    if let Some(stem) = &args.figure {
+        // Checked before the charge: a figure that cannot be written
+        // costs nothing.
+        let folder = stem.parent().filter(|p| !p.as_os_str().is_empty());
+        if folder.is_some_and(|folder| !folder.is_dir()) {
+            bail!("--figure: the folder it names does not exist; make it first");
+        }
     }
     let ledger = open_ledger(&args.ledger, &description, false)?;
     let engine = QueryEngine::open(description)?;
@@ -106,11 +123,9 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
     };
     output.write(&synthesized.rows)?;
     let chosen: Vec<String> = synthesized.chosen.iter().map(|set| set.join("–")).collect();
-    let fit = synthesized.one_way;
     write_stdout(&format!(
         "wrote {} synthetic rows of {} columns to {}\n{} measured every column, then {}\n\
-         1-way marginals against their noisy measurements: mean total-variation distance \
-         {:.4}, max {:.4}\n{}\n",
+         {}{}\n",
         synthesized.rows.num_rows(),
         synthesized.rows.num_columns(),
         out.display(),
@@ -120,31 +135,103 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
         } else {
             chosen.join(", ")
         },
-        fit.mean,
-        fit.max,
+        measured_lines(&synthesized.measured),
         answer_budget_line(
             &format!("this release cost {}", planned.cost_text()),
             &ledger.state()?,
             ledger.left_after(planned.cost).ok()
         )
     ))?;
+    if let Some(stem) = &args.figure {
+        let title = "The measured marginals furthest from their noisy measurements";
+        drawn(
+            stem,
+            title,
+            "synthetic against noisy",
+            &synthesized.measured,
+        )?;
+    }
     if args.report_true {
+        let mut each = Vec::new();
         for way in 1..=3 {
             // Not private, and charged nothing: a comparison that cannot
             // be counted (too many cells, say) is a note, not a failure.
-            let line = match synth::true_fit(&engine, &planned, &synthesized, way) {
-                Ok(fit) if fit.marginals == 0 => continue,
-                Ok(fit) => format!(
-                    "against the true data (not private), all {} {way}-way marginals: mean \
-                     total-variation distance {:.4}, max {:.4}\n",
-                    fit.marginals, fit.mean, fit.max
-                ),
+            let line = match synth::true_marginals(&engine, &planned, &synthesized, way) {
+                Ok(fits) if fits.is_empty() => continue,
+                Ok(fits) => {
+                    let fit = Fit::of_way(&fits, way);
+                    each.extend(fits);
+                    format!(
+                        "against the true data (not private), all {} {way}-way marginals: mean \
+                         total-variation distance {:.4}, max {:.4}\n",
+                        fit.marginals, fit.mean, fit.max
+                    )
+                }
                 Err(why) => format!("the {way}-way marginals were not compared: {why}\n"),
             };
             write_stdout(&line)?;
         }
+        if let (Some(stem), false) = (&args.figure, each.is_empty()) {
+            let mut name = stem.file_name().unwrap_or_default().to_os_string();
+            name.push("-true");
+            // The worst of each size, not twelve 3-way marginals alone.
+            let worst: Vec<MarginalFit> = (1..=3)
+                .flat_map(|way| {
+                    let of_way: Vec<MarginalFit> = each
+                        .iter()
+                        .filter(|m| m.columns.len() == way)
+                        .cloned()
+                        .collect();
+                    MarginalFit::worst(&of_way, FIGURE_MARGINALS / 3)
+                })
+                .collect();
+            let title = "The 1-, 2- and 3-way marginals furthest from the true data (not private)";
+            drawn(
+                &stem.with_file_name(name),
+                title,
+                "synthetic against true",
+                &worst,
+            )?;
+        }
     }
     Ok(())
+}
+
+/// One line per size of marginal measured: their mean and largest
+/// distance from their noisy measurements.
+fn measured_lines(measured: &[MarginalFit]) -> String {
+    let most = measured.iter().map(|m| m.columns.len()).max().unwrap_or(0);
+    let mut lines = String::new();
+    for way in 1..=most {
+        let fit = Fit::of_way(measured, way);
+        if fit.marginals > 0 {
+            lines.push_str(&format!(
+                "{way}-way marginals against their noisy measurements ({}): mean \
+                 total-variation distance {:.4}, max {:.4}\n",
+                fit.marginals, fit.mean, fit.max
+            ));
+        }
+    }
+    lines
+}
+
+/// Draws the marginals of `each` furthest from what they were compared
+/// with to `stem`.png and .svg, and says where.
+fn drawn(stem: &Path, title: &str, group: &str, each: &[MarginalFit]) -> Result<()> {
+    let worst = MarginalFit::worst(each, FIGURE_MARGINALS);
+    let figure = dpkit_plot::BarFigure {
+        title: title.to_string(),
+        value_label: "total-variation distance".to_string(),
+        categories: worst.iter().map(|m| m.columns.join(" × ")).collect(),
+        groups: vec![dpkit_plot::BarGroup {
+            name: group.to_string(),
+            values: worst.iter().map(|m| m.distance).collect(),
+            ranges: Vec::new(),
+        }],
+    };
+    let [png, svg] = dpkit_plot::draw(&figure, stem)
+        .with_context(|| format!("cannot draw {}", stem.display()))?;
+    write_stdout(&format!("drew {} and {}\n", png.display(), svg.display()))
 }
 
 /// Refuses an `--out` that is the ledger, the description or a data file:

@@ -480,6 +480,13 @@ impl MstRelease {
         &self.noisy_pairs
     }
 
+    /// For each column, the model's code of each original code (the kept
+    /// codes in order, then the merged ones, all one code): the codes of
+    /// [`MstRelease::noisy_pairs`].
+    pub fn code_maps(&self) -> Vec<&[u32]> {
+        self.compression.iter().map(|c| c.map.as_slice()).collect()
+    }
+
     /// The noise's σ on the 1-way and on the 2-way marginals.
     pub fn sigmas(&self) -> (f64, f64) {
         (self.one_way_sigma, self.two_way_sigma)

@@ -15,15 +15,18 @@
 pub mod coding;
 pub mod marginals;
 pub mod output;
+pub mod quality;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use dpkit_core::accounting::Cost;
 use dpkit_ledger::Ledger;
-use dpkit_synth::{Aim, Domain, Marginals, Mst, Release, Sampling, Synthesizer};
+use dpkit_synth::{Aim, Domain, Mst, Release, Sampling, Synthesizer};
 use rand_core::CryptoRng;
 
 pub use coding::{CodedTable, Coding, Columns, DEFAULT_BINS};
 pub use marginals::{EngineMarginals, Plans};
+pub use quality::{Fit, MarginalFit, true_fit, true_marginals};
+use quality::{Noisy, subsets};
 
 use crate::QueryEngine;
 use crate::error::{QueryError, Result};
@@ -99,17 +102,9 @@ pub struct Synthesized {
     pub chosen: Vec<Vec<String>>,
     /// The synthetic 1-way marginals against the noisy ones (free).
     pub one_way: Fit,
-}
-
-/// Total-variation distances between marginals, over `marginals` of them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fit {
-    /// The mean distance.
-    pub mean: f64,
-    /// The largest distance.
-    pub max: f64,
-    /// How many marginals were compared.
-    pub marginals: usize,
+    /// Each marginal measured (every column's, then the chosen ones)
+    /// against its first noisy measurement (free).
+    pub measured: Vec<MarginalFit>,
 }
 
 /// Plans a synthetic copy of the table `columns` chooses, at (ε, δ) as one
@@ -188,32 +183,16 @@ impl Planned {
         let outcome = match &self.method {
             Method::Mst(mst) => mst.run_with_rng(&mut marginals, rng).map(|release| {
                 let chosen = release.pairs().iter().map(|&(a, b)| vec![a, b]).collect();
-                let one_way = release
-                    .noisy_one_way()
-                    .iter()
-                    .cloned()
-                    .enumerate()
-                    .collect();
-                (Measured::Mst(release), chosen, one_way)
+                let noisy = mst_measurements(&release);
+                (Measured::Mst(release), chosen, noisy)
             }),
             Method::Aim(aim) => aim.run_with_rng(&mut marginals, rng).map(|release| {
                 let chosen = release.rounds().iter().map(|r| r.columns.clone()).collect();
-                // The first measurement of each column (a round may measure
-                // a column again).
-                let mut one_way: Vec<(usize, Vec<f64>)> = Vec::new();
-                for m in release
-                    .measurements()
-                    .iter()
-                    .filter(|m| m.columns().len() == 1)
-                {
-                    if !one_way.iter().any(|(c, _)| *c == m.columns()[0]) {
-                        one_way.push((m.columns()[0], m.values().to_vec()));
-                    }
-                }
-                (Measured::Aim(release), chosen, one_way)
+                let noisy = aim_measurements(&release);
+                (Measured::Aim(release), chosen, noisy)
             }),
         };
-        let (release, chosen, one_way) = match outcome {
+        let (release, chosen, noisy) = match outcome {
             Ok(released) => released,
             Err(error) => {
                 let counted_nothing = marginals.counted_nothing();
@@ -232,17 +211,17 @@ impl Planned {
             }
         };
         match &release {
-            Measured::Mst(release) => self.sample(release, (chosen, one_way), rows, rng),
-            Measured::Aim(release) => self.sample(release, (chosen, one_way), rows, rng),
+            Measured::Mst(release) => self.sample(release, (chosen, noisy), rows, rng),
+            Measured::Aim(release) => self.sample(release, (chosen, noisy), rows, rng),
         }
     }
 
     /// Rows drawn from the released model, with what was measured on the
-    /// way (the marginals chosen, the noisy 1-way ones): post-processing.
+    /// way (the marginals chosen, the noisy measurements): post-processing.
     fn sample<S: Release, R: CryptoRng + ?Sized>(
         &self,
         release: &S,
-        (chosen, one_way): (Vec<Vec<usize>>, NoisyOneWay),
+        (chosen, noisy): (Vec<Vec<usize>>, Vec<Noisy>),
         rows: Option<usize>,
         rng: &mut R,
     ) -> Result<Synthesized> {
@@ -256,17 +235,17 @@ impl Planned {
             .iter()
             .map(|set| set.iter().map(|&c| names[c].clone()).collect())
             .collect();
-        let mut distances = Vec::new();
-        for (column, noisy) in &one_way {
-            let synthetic = codes.counts(&[*column]).map_err(failed)?;
-            distances.push(distance(noisy, &synthetic));
-        }
+        let measured = noisy
+            .iter()
+            .map(|n| n.fit(&mut codes, &names))
+            .collect::<Result<Vec<_>>>()?;
         let rows = output::decode(&self.table, &codes, rng)?;
         Ok(Synthesized {
             rows,
             codes,
             chosen,
-            one_way: Fit::of(&distances),
+            one_way: Fit::of_way(&measured, 1),
+            measured,
         })
     }
 
@@ -379,24 +358,48 @@ impl Planned {
     }
 }
 
-/// Each column's first noisy 1-way marginal, with the column.
-type NoisyOneWay = Vec<(usize, Vec<f64>)>;
+/// MST's measurements: each column's noisy 1-way marginal, then each
+/// chosen pair's, over the codes the release merged.
+fn mst_measurements(release: &dpkit_synth::MstRelease) -> Vec<Noisy> {
+    let one_way = release.noisy_one_way().iter().enumerate();
+    let mut noisy: Vec<Noisy> = one_way
+        .map(|(column, values)| Noisy {
+            columns: vec![column],
+            values: values.clone(),
+            maps: None,
+        })
+        .collect();
+    let maps = release.code_maps();
+    for (&(a, b), values) in release.pairs().iter().zip(release.noisy_pairs()) {
+        noisy.push(Noisy {
+            columns: vec![a, b],
+            values: values.clone(),
+            maps: Some(vec![maps[a].to_vec(), maps[b].to_vec()]),
+        });
+    }
+    noisy
+}
+
+/// AIM's measurements: the first of each set of columns measured (a round
+/// may measure a set again), over the original codes.
+fn aim_measurements(release: &dpkit_synth::AimRelease) -> Vec<Noisy> {
+    let mut noisy: Vec<Noisy> = Vec::new();
+    for m in release.measurements() {
+        if !noisy.iter().any(|n| n.columns == m.columns()) {
+            noisy.push(Noisy {
+                columns: m.columns().to_vec(),
+                values: m.values().to_vec(),
+                maps: None,
+            });
+        }
+    }
+    noisy
+}
 
 /// A release of either method.
 enum Measured {
     Mst(dpkit_synth::MstRelease),
     Aim(dpkit_synth::AimRelease),
-}
-
-impl Fit {
-    fn of(distances: &[f64]) -> Self {
-        let marginals = distances.len();
-        Self {
-            mean: distances.iter().sum::<f64>() / marginals.max(1) as f64,
-            max: distances.iter().copied().fold(0.0, f64::max),
-            marginals,
-        }
-    }
 }
 
 /// Four significant digits, rounded up (a figure a hair above a round
@@ -418,60 +421,4 @@ fn shown(value: f64) -> String {
     } else {
         format!("{rounded:e}")
     }
-}
-
-/// Total-variation distance between two marginals, each normalised
-/// (negative noisy counts as 0).
-fn distance(a: &[f64], b: &[u64]) -> f64 {
-    let a_total: f64 = a.iter().map(|x| x.max(0.0)).sum();
-    let b_total: f64 = b.iter().map(|&x| x as f64).sum();
-    if a_total <= 0.0 || b_total <= 0.0 {
-        return 1.0;
-    }
-    a.iter()
-        .zip(b)
-        .map(|(x, &y)| (x.max(0.0) / a_total - y as f64 / b_total).abs())
-        .sum::<f64>()
-        / 2.0
-}
-
-/// For the curator only, never through the service: the synthetic table's
-/// `way`-way marginals (every set of `way` columns) against the true ones,
-/// counted exactly. A release of the data without noise: the command line
-/// prints it to the curator who holds the data.
-pub fn true_fit(
-    engine: &QueryEngine,
-    planned: &Planned,
-    synthetic: &Synthesized,
-    way: usize,
-) -> Result<Fit> {
-    let mut truth = EngineMarginals::new(engine, &planned.table, &planned.plans)?;
-    let mut codes = synthetic.codes.clone();
-    let mut distances = Vec::new();
-    for columns in subsets(planned.table.columns.len(), way) {
-        let failed = |e: dpkit_synth::Error| QueryError::FailedWhileRunning(e.to_string());
-        let exact: Vec<f64> = match truth.counts(&columns) {
-            Ok(counts) => counts.into_iter().map(|c| c as f64).collect(),
-            Err(e) => return Err(truth.take_failure().unwrap_or_else(|| failed(e))),
-        };
-        let synthetic = codes.counts(&columns).map_err(failed)?;
-        distances.push(distance(&exact, &synthetic));
-    }
-    Ok(Fit::of(&distances))
-}
-
-/// Every set of `k` of `n` columns, in order.
-fn subsets(n: usize, k: usize) -> Vec<Vec<usize>> {
-    if k == 0 {
-        return vec![Vec::new()];
-    }
-    if k > n {
-        return Vec::new();
-    }
-    let mut out = subsets(n - 1, k);
-    for mut set in subsets(n - 1, k - 1) {
-        set.push(n - 1);
-        out.push(set);
-    }
-    out
 }

@@ -11,44 +11,53 @@
 //!
 //! [`ProbeAlways`] closes it during physical planning: every such join's
 //! build side gets one more row, the *sentinel*, which never matches (an
-//! extra key column, true on every real row and false on the sentinel,
-//! joined to `true` on the probe side) and never leaves the join (the join
-//! types that emit unmatched build rows are filtered on that column). The
-//! build side is collected into one hash table (`CollectLeft`), so one
-//! sentinel makes every probe partition run. A cross join (no key), which
+//! extra column, true on every real row and false on the sentinel, that
+//! the join's condition asks for) and never leaves the join (the join
+//! types that emit unmatched build rows are filtered on that column). A
+//! join that collects its build side into one hash table gets one; a join
+//! of hash-partitioned sides gets one in every build partition
+//! ([`SentinelPerPartition`]), so every probe partition runs and the join
+//! keeps DataFusion's parallel build. A cross join (no key), which
 //! skips its right side when its left side is empty, gets the same row on
 //! its left, its pairs dropped after. The join's output columns, and so its
 //! answer, are the same as before.
 //!
-//! [`configured`] turns off, for the same reason, the join's dynamic filter,
-//! which would let the build side's keys prune the probe side's scan (row
-//! groups of a Parquet file), and the swap of a join's sides by the tables'
-//! statistics, which the private tables' sizes would decide.
+//! [`configured`] turns off, for the same reason, dynamic filters, which
+//! would let the build side's keys prune the probe side's scan (row groups
+//! of a Parquet file), and the swap of a join's sides by the tables'
+//! statistics, which the private tables' sizes would decide. Whether a
+//! join collects its build side or partitions it is still DataFusion's
+//! choice from the tables' statistics; both read the probe side in full.
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::JoinSide;
 use datafusion::common::ScalarValue;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::Result;
 use datafusion::logical_expr::JoinType;
 use datafusion::logical_expr::Operator;
-use datafusion::physical_expr::expressions::{Column, Literal, binary, case};
+use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal, binary, case};
 use datafusion::physical_expr::{PhysicalExpr, projection::ProjectionExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::filter::FilterExecBuilder;
-use datafusion::physical_plan::joins::utils::JoinOn;
+use datafusion::physical_plan::joins::utils::{ColumnIndex, JoinFilter, JoinOn};
 use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, HashJoinExecBuilder, PartitionMode,
 };
-use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::prelude::SessionConfig;
+
+mod sentinel;
+
+use sentinel::SentinelPerPartition;
 
 /// The build side's extra key: true on real rows, false on the sentinel.
 const REAL: &str = "__dpkit_real_row";
@@ -101,17 +110,17 @@ pub(crate) fn configured(mut config: SessionConfig) -> SessionConfig {
     config
 }
 
-/// The physical optimizer's rules with [`ProbeAlways`] after the join
-/// selection and the filters' pushdown (which would move the filter that
-/// drops the sentinel below the join) and before the rules that meet each
-/// operator's required partitioning and order (a collected build side
-/// changes a join's output partitioning).
+/// The physical optimizer's rules with [`ProbeAlways`] last before the
+/// sanity check: after the filters' pushdown (which would move the filter
+/// that drops the sentinel below the join) and after the partitioning is
+/// settled (a partitioned join's build side is then hash-partitioned, and
+/// each of its partitions gets a sentinel).
 pub(crate) fn rules() -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
     let mut rules = PhysicalOptimizer::new().rules;
     let at = rules
         .iter()
-        .position(|rule| rule.name() == "EnsureRequirements")
-        .expect("DataFusion's physical optimizer has EnsureRequirements");
+        .position(|rule| rule.name() == "SanityCheckPlan")
+        .expect("DataFusion's physical optimizer has SanityCheckPlan");
     rules.insert(at, Arc::new(ProbeAlways));
     rules
 }
@@ -142,15 +151,17 @@ fn crossing(join: &CrossJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
         Arc::clone(join.right()),
     ));
     let kept = (0..left_width).chain(left_width + 1..left_width + 1 + right_width);
-    real_rows_only(crossed, left_width, kept.collect())
+    real_rows_only(crossed, left_width, kept.collect(), None)
 }
 
 /// `plan`'s rows whose [`REAL`] column (at `real`) is not false, with the
-/// columns `kept`. A row a full join padded on the build side (NULL) stays.
+/// columns `kept`, at most `fetch` of them in each partition (as the join
+/// limited them). A row a full join padded on the build side (NULL) stays.
 fn real_rows_only(
     plan: Arc<dyn ExecutionPlan>,
     real: usize,
     kept: Vec<usize>,
+    fetch: Option<usize>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let column = Arc::new(Column::new(REAL, real));
     let not_false = binary(
@@ -160,6 +171,7 @@ fn real_rows_only(
         &plan.schema(),
     )?;
     let filter = FilterExecBuilder::new(not_false, plan)
+        .with_fetch(fetch)
         .apply_projection(Some(kept))?
         .build()?;
     Ok(Arc::new(filter))
@@ -168,8 +180,11 @@ fn real_rows_only(
 /// `join` with the sentinel on its build side, its output unchanged.
 fn probing(join: &HashJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
     let build_width = join.left().schema().fields().len();
-    let on = keys(join, build_width)?;
-    let build = with_sentinel(join.left())?;
+    let (on, condition) = keys_and_condition(join, build_width)?;
+    let build = match join.partition_mode() {
+        PartitionMode::Partitioned => Arc::new(SentinelPerPartition::new(Arc::clone(join.left()))),
+        _ => with_sentinel(join.left())?,
+    };
     let unprojected = || {
         HashJoinExecBuilder::new(
             Arc::clone(&build),
@@ -177,8 +192,8 @@ fn probing(join: &HashJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
             on.clone(),
             *join.join_type(),
         )
-        .with_filter(join.filter().cloned())
-        .with_partition_mode(PartitionMode::CollectLeft)
+        .with_filter(condition.clone())
+        .with_partition_mode(*join.partition_mode())
         .with_null_equality(join.null_equality())
         .with_null_aware(join.null_aware)
         .with_fetch(join.fetch())
@@ -203,41 +218,67 @@ fn probing(join: &HashJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
         .with_fetch(None)
         .with_projection(Some([wanted, vec![build_width]].concat()))
         .build_exec()?;
-    let filtered = real_rows_only(joined, kept, (0..kept).collect())?;
-    match join.fetch() {
-        Some(fetch) => Ok(Arc::new(GlobalLimitExec::new(filtered, 0, Some(fetch)))),
-        None => Ok(filtered),
-    }
+    real_rows_only(joined, kept, (0..kept).collect(), join.fetch())
 }
 
-/// The join's keys, so that the sentinel matches nothing: each build key
-/// a default value on the sentinel, never NULL (a NULL key leaves a row out
-/// of the hash table, which an empty table's join type then skips), and one
-/// more pair, [`REAL`] against `true`. A null-aware anti join (`NOT IN`)
-/// takes a single key: that key is NULL on the sentinel instead, still a
-/// row of the build side, which is all that join asks before it probes.
-fn keys(join: &HashJoinExec, build_width: usize) -> Result<JoinOn> {
+/// The join's keys and condition, so that the sentinel matches nothing:
+/// the condition also asks [`REAL`] of the build row (the keys stay, so a
+/// partitioned join's sides stay partitioned on them; the sentinel's keys
+/// are default values, never NULL, since a NULL key leaves a row out of
+/// the hash table, which an empty table's join type then skips). A
+/// null-aware anti join (`NOT IN`) takes a single key and no condition:
+/// that key is NULL on the sentinel instead, still a row of the build
+/// side, which is all that join asks before it probes.
+fn keys_and_condition(
+    join: &HashJoinExec,
+    build_width: usize,
+) -> Result<(JoinOn, Option<JoinFilter>)> {
     let real: Arc<dyn PhysicalExpr> = Arc::new(Column::new(REAL, build_width));
-    let build_schema = join.left().schema();
     let mut on = join.on().to_vec();
-    for (build_key, _) in &mut on {
-        let otherwise = match join.null_aware {
-            true => None,
-            false => Some(literal(ScalarValue::new_default(
-                &build_key.data_type(&build_schema)?,
-            )?)),
-        };
-        let when = vec![(Arc::clone(&real), Arc::clone(build_key))];
-        *build_key = case(None, when, otherwise)?;
+    if join.null_aware {
+        for (build_key, _) in &mut on {
+            *build_key = case(None, vec![(Arc::clone(&real), Arc::clone(build_key))], None)?;
+        }
+        return Ok((on, join.filter().cloned()));
     }
-    if !join.null_aware {
-        on.push((real, literal(ScalarValue::Boolean(Some(true)))));
-    }
-    Ok(on)
+    Ok((on, Some(with_real_build_row(join.filter(), build_width)?)))
+}
+
+/// `filter` (or none) and [`REAL`] of the build row at `build_width`.
+fn with_real_build_row(filter: Option<&JoinFilter>, build_width: usize) -> Result<JoinFilter> {
+    let mut columns = filter.map_or_else(Vec::new, |f| f.column_indices().to_vec());
+    let mut fields: Vec<Field> = filter.map_or_else(Vec::new, |f| {
+        f.schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect()
+    });
+    let at = columns.len();
+    columns.push(ColumnIndex {
+        index: build_width,
+        side: JoinSide::Left,
+    });
+    fields.push(Field::new(REAL, DataType::Boolean, false));
+    let real: Arc<dyn PhysicalExpr> = Arc::new(Column::new(REAL, at));
+    let expression = match filter {
+        Some(f) => Arc::new(BinaryExpr::new(
+            Arc::clone(f.expression()),
+            Operator::And,
+            real,
+        )),
+        None => real,
+    };
+    Ok(JoinFilter::new(
+        expression,
+        columns,
+        Arc::new(Schema::new(fields)),
+    ))
 }
 
 /// `build`'s rows with [`REAL`] true, and one row of default values (of
-/// each column's type) with it false, in one partition.
+/// each column's type) with it false, in one partition (for a join that
+/// collects its build side).
 fn with_sentinel(build: &Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
     let schema = build.schema();
     let mut real = Vec::with_capacity(schema.fields().len() + 1);
@@ -326,12 +367,15 @@ mod tests {
 
     /// The answer of `sql`, its rows sorted, and the rows each hash or
     /// cross join read from its probe (right) side.
-    fn run(context: &SessionContext, sql: &str) -> (Vec<String>, Vec<usize>) {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .build()
-            .unwrap();
-        runtime.block_on(async {
+            .unwrap()
+    }
+
+    fn run(context: &SessionContext, sql: &str) -> (Vec<String>, Vec<usize>) {
+        runtime().block_on(async {
             let plan = context
                 .sql(sql)
                 .await
@@ -434,14 +478,39 @@ mod tests {
         "a_v < 0 OR a_v > 2990",
     ];
 
-    /// Every query answers as DataFusion alone answers it, on both tables.
+    /// The engine's session, or one whose hash joins all partition both
+    /// sides (DataFusion's choice for large tables), with the rule or
+    /// without it.
+    fn session(partitioned: bool, probing: bool) -> SessionContext {
+        let mut config = configured(SessionConfig::new().with_target_partitions(3));
+        if partitioned {
+            let optimizer = &mut config.options_mut().optimizer;
+            optimizer.hash_join_single_partition_threshold = 0;
+            optimizer.hash_join_single_partition_threshold_rows = 0;
+        }
+        let mut rules = rules();
+        rules.retain(|rule| probing || rule.name() != "ProbeAlways");
+        let state = datafusion::execution::SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .with_physical_optimizer_rules(rules)
+            .build();
+        SessionContext::new_with_state(state)
+    }
+
+    /// Every query answers as DataFusion alone answers it, on both tables,
+    /// with build sides collected or partitioned.
     #[test]
     fn answers_are_unchanged() {
         for target in [false, true] {
             let plain = with_tables(SessionContext::new(), target);
-            let probing = with_tables(crate::engine::session(), target);
-            for sql in KEEPS.iter().flat_map(|keep| queries(keep)) {
-                assert_eq!(run(&probing, &sql).0, run(&plain, &sql).0, "{sql}");
+            for probing in [
+                with_tables(crate::engine::session(), target),
+                with_tables(session(true, true), target),
+            ] {
+                for sql in KEEPS.iter().flat_map(|keep| queries(keep)) {
+                    assert_eq!(run(&probing, &sql).0, run(&plain, &sql).0, "{sql}");
+                }
             }
         }
     }
@@ -458,27 +527,49 @@ mod tests {
         // A limit stops the probe side early whatever the build side holds
         // (dpkit refuses LIMIT below an aggregate): its answers are
         // checked above.
-        let unlimited = KEEPS.iter().flat_map(|keep| queries(keep));
-        for sql in unlimited.filter(|sql| !sql.contains("LIMIT")) {
-            let with = probed(crate::engine::session(), true, &sql);
-            let without = probed(crate::engine::session(), false, &sql);
-            assert_eq!(with.len(), without.len(), "{sql}");
-            for (w, o) in with.iter().zip(&without) {
-                assert!(
-                    w.abs_diff(*o) <= TARGET.len(),
-                    "{with:?} against {without:?}: {sql}"
-                );
+        let unlimited: Vec<String> = KEEPS.iter().flat_map(|keep| queries(keep)).collect();
+        for partitioned in [false, true] {
+            for sql in unlimited.iter().filter(|sql| !sql.contains("LIMIT")) {
+                let with = probed(session(partitioned, true), true, sql);
+                let without = probed(session(partitioned, true), false, sql);
+                assert_eq!(with.len(), without.len(), "{sql}");
+                for (w, o) in with.iter().zip(&without) {
+                    assert!(
+                        w.abs_diff(*o) <= TARGET.len(),
+                        "{with:?} against {without:?}, partitioned {partitioned}: {sql}"
+                    );
+                }
             }
+            // The same configuration without the rule: the hole put back.
+            let sql = "SELECT COUNT(*) FROM a JOIN b ON a_id = b_id WHERE a_v < 0";
+            let with = probed(session(partitioned, false), true, sql);
+            let without = probed(session(partitioned, false), false, sql);
+            // (a partitioned join skips only the partitions the target's
+            // key does not hash to)
+            let (with, without): (usize, usize) = (with.iter().sum(), without.iter().sum());
+            assert!(
+                with > without + 900,
+                "{with} against {without}, {partitioned}"
+            );
         }
-        // The same configuration without the rule: the hole put back.
-        let unprobed = || SessionContext::new_with_config(configured(SessionConfig::new()));
+    }
+
+    /// The partitioned session does partition, and its build side gets a
+    /// sentinel in each partition.
+    #[test]
+    fn a_partitioned_join_keeps_its_partitions() {
+        let context = with_tables(session(true, true), true);
         let sql = "SELECT COUNT(*) FROM a JOIN b ON a_id = b_id WHERE a_v < 0";
-        let with = probed(unprobed(), true, sql);
-        let without = probed(unprobed(), false, sql);
-        assert_eq!(
-            (with, without),
-            (vec![ROWS as usize], vec![0]),
-            "DataFusion changed"
+        let plan = runtime().block_on(async {
+            let frame = context.sql(sql).await.unwrap();
+            frame.create_physical_plan().await.unwrap()
+        });
+        let shown = datafusion::physical_plan::displayable(plan.as_ref())
+            .indent(true)
+            .to_string();
+        assert!(
+            shown.contains("mode=Partitioned") && shown.contains("SentinelPerPartition"),
+            "{shown}"
         );
     }
 }

@@ -853,7 +853,10 @@ fn describe_drafts_several_files_about_the_same_people_in_one_description() {
         path.to_str().unwrap().to_string()
     };
     let planes = write("planes.csv", "tailnum,seats\nN1,180\nN2,150\n");
-    let flights = write("flights.csv", "tailnum,carrier\nN1,AA\nN1,UA\n");
+    // Carriers repeat among flights, as in any flights file: with two
+    // flights of two carriers, airlines could be about the flights, and
+    // the draft would leave it out.
+    let flights = write("flights.csv", "tailnum,carrier\nN1,AA\nN1,UA\nN2,AA\n");
     let airlines = write("airlines.csv", "carrier,name\nAA,American\n");
     let output = dpkit(&["describe", &flights, &planes, &airlines]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");

@@ -19,8 +19,6 @@ struct File<'a> {
     /// Whether the person column's values in the first rows are all
     /// present and distinct (one row per person).
     one_per_person: bool,
-    /// How many first rows were read.
-    rows: usize,
 }
 
 /// A draft description of several CSV files about the same people, the
@@ -61,44 +59,60 @@ pub fn draft_from_csvs(paths: &[&Path], person: Option<&str>) -> Result<String> 
         .copied()
         .find(|&f| files[f].one_per_person)
         .unwrap_or(first);
-    let through = (0..files.len())
-        .map(|f| reached_through(&files, f, &person))
-        .collect::<Result<Vec<_>>>()?;
+    let through = reached_through(&files, &person)?;
     Ok(draft(&files, main, &person, &through))
 }
 
-/// For a file without the person's column, the first of its columns that
-/// is a key of a file with it (present and distinct in that file's first
-/// rows, and this file no shorter there), as `(that file's table, the
-/// column)`: its rows then name rows of a person (a visit's
+/// For each file without the person's column, the first of its columns
+/// that names rows of a file about people, as `(that file's table, the
+/// column)`: a column of the same name that is a key there (present and
+/// distinct in its first rows), and either named like an identifier
+/// (`visit_id`, `order_no`…) or sharing a value with it in the first rows
+/// (`visit`). Its rows then name rows of a person (a visit's
 /// prescriptions), so it is not public, and it cannot be private without
-/// the person's column. A column that repeats in the file with the person
-/// (a flight's carrier), or a shorter file (fewer airlines than flights
-/// read), names a public lookup.
-fn reached_through(files: &[File<'_>], f: usize, person: &str) -> Result<Option<(String, String)>> {
-    let file = &files[f];
-    if file.names.iter().any(|n| n == person) {
-        return Ok(None);
-    }
-    for column in &file.names {
-        for other in files.iter().filter(|o| o.names.iter().any(|n| n == person)) {
-            if other.names.contains(column) && file.rows >= other.rows && distinct(other, column)? {
-                return Ok(Some((other.table.clone(), column.clone())));
+/// the person's column. Files about people are those with the person's
+/// column and, in turn, those found here (an order's items' shipments). A
+/// key that repeats in the file about people (a flight's carrier) names a
+/// public lookup. When the rows read cannot tell (two flights of two
+/// carriers), the file is left out: a guess errs towards privacy.
+fn reached_through(files: &[File<'_>], person: &str) -> Result<Vec<Option<(String, String)>>> {
+    let mut through: Vec<Option<(String, String)>> = vec![None; files.len()];
+    let about_people = |f: usize, through: &[Option<(String, String)>]| {
+        files[f].names.iter().any(|n| n == person) || through[f].is_some()
+    };
+    loop {
+        let mut found = false;
+        for f in 0..files.len() {
+            if about_people(f, &through) {
+                continue;
+            }
+            'columns: for column in &files[f].names {
+                for (o, other) in files.iter().enumerate() {
+                    if o != f
+                        && about_people(o, &through)
+                        && other.names.contains(column)
+                        && distinct(other, column)?
+                        && (identifier_like(column) || shared(&files[f], other, column)?)
+                    {
+                        through[f] = Some((other.table.clone(), column.clone()));
+                        found = true;
+                        break 'columns;
+                    }
+                }
             }
         }
+        if !found {
+            return Ok(through);
+        }
     }
-    Ok(None)
 }
 
 /// The file's header, its columns' drafted types, and its table name.
 fn read(path: &Path) -> Result<File<'_>> {
     let names = super::header(path)?;
-    let (kinds, rows) = match first_rows(path, &names)? {
-        Some(batch) => (
-            batch.columns().iter().map(drafted_kind).collect(),
-            batch.num_rows(),
-        ),
-        None => (Vec::new(), 0),
+    let kinds = match first_rows(path, &names)? {
+        Some(batch) => batch.columns().iter().map(drafted_kind).collect(),
+        None => Vec::new(),
     };
     let kinds = if kinds.is_empty() {
         names.iter().map(|_| Drafted::text()).collect()
@@ -111,7 +125,6 @@ fn read(path: &Path) -> Result<File<'_>> {
         names,
         kinds,
         one_per_person: false,
-        rows,
     })
 }
 
@@ -130,6 +143,31 @@ fn distinct(file: &File<'_>, column: &str) -> Result<bool> {
     Ok(values
         .iter()
         .all(|v| v.is_some_and(|v| !v.is_empty() && seen.insert(v))))
+}
+
+/// Whether `column` holds a value in `file`'s first rows that it also
+/// holds in `other`'s.
+fn shared(file: &File<'_>, other: &File<'_>, column: &str) -> Result<bool> {
+    let theirs = values(other, column)?;
+    Ok(values(file, column)?.iter().any(|v| theirs.contains(v)))
+}
+
+/// `column`'s non-empty values in the file's first rows.
+fn values(file: &File<'_>, column: &str) -> Result<std::collections::HashSet<String>> {
+    use datafusion::arrow::array::AsArray;
+    let Some(index) = file.names.iter().position(|n| n == column) else {
+        return Ok(Default::default());
+    };
+    let Some(batch) = first_rows(file.path, &file.names)? else {
+        return Ok(Default::default());
+    };
+    let values = batch.column(index).as_string::<i32>();
+    Ok(values
+        .iter()
+        .flatten()
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .collect())
 }
 
 /// A column named alike in two files or more, distinct in one of them;
@@ -230,13 +268,14 @@ fn draft(
             draft.push_str(&format!(
                 "\n# LEFT OUT: {path} names rows of {table} by {key} (distinct there in the\n\
                  # first rows), so its rows are about people and it is not public. A private\n\
-                 # table needs its person's column: add {table}'s {person} to each of its rows\n\
-                 # (joined on {key}) and describe the files again.\n"
+                 # table needs its person's column: add {person} to each of its rows (through\n\
+                 # {table}, joined on {key}) and describe the files again.\n"
             ));
         } else {
             draft.push_str(&format!(
-                "\n# GUESSED public: no column names a person. Confirm it holds nothing\n\
-                 # private: anyone may read a public table's rows.\n\
+                "\n# GUESSED public: no column names a person or a key of their rows. Confirm\n\
+                 # it holds nothing private (a key named unlike its table's is not seen):\n\
+                 # anyone may read a public table's rows.\n\
                  [public.{name}]\nfile = \"{path}\"\n"
             ));
             for (column, drafted) in file.names.iter().zip(&file.kinds) {
@@ -302,22 +341,45 @@ mod tests {
         // Named: the same roles; a name no file has is refused in one line.
         let named = draft_from_csvs(&[&planes, &flights, &airlines], Some("tailnum")).unwrap();
         assert!(Description::from_toml(&named, &folder).is_ok());
-        // A file that names flights, not planes, is left out, never public.
-        let delays = write("delays.csv", "flight,minutes\nF2,4\nF1,7\nF2,9\n");
+        // A file that names flights, not planes, is left out, never public,
+        // and so is one that names those rows in turn; a lookup whose key
+        // repeats among the flights, or a column that is no key, is public.
         let numbered = write(
             "numbered.csv",
-            "flight,tailnum,carrier\nF1,N1,AA\nF2,N1,UA\nF3,N2,AA\n",
+            "flight_id,tailnum,carrier_code,model\nF1,N1,AA,x1\nF2,N1,UA,x2\nF3,N2,AA,x3\n",
         );
-        let draft = draft_from_csvs(&[&planes, &numbered, &delays, &airlines], None).unwrap();
-        assert!(
-            draft.contains("# LEFT OUT: delays.csv names rows of numbered by flight"),
-            "{draft}"
+        let delays = write(
+            "delays.csv",
+            "delay_id,flight_id,minutes\nD1,F2,4\nD2,F1,7\nD3,F2,9\n",
         );
+        let notes = write("notes.csv", "delay_id,text\nD1,late crew\n");
+        let fixes = write("fixes.csv", "model,part\nx2,flap\n");
+        let carriers = write("carriers.csv", "carrier_code,name\nAA,American\n");
+        let models = write("models.csv", "model,seats\nx9,180\n");
+        let files: [&Path; 7] = [
+            &planes, &numbered, &delays, &notes, &carriers, &models, &fixes,
+        ];
+        let draft = draft_from_csvs(&files, Some("tailnum")).unwrap();
+        for left_out in [
+            "# LEFT OUT: delays.csv names rows of numbered by flight_id",
+            "# LEFT OUT: notes.csv names rows of delays by delay_id",
+            "# LEFT OUT: fixes.csv names rows of numbered by model",
+        ] {
+            assert!(draft.contains(left_out), "{left_out} in {draft}");
+        }
         let description = Description::from_toml(&draft, &folder).unwrap();
-        assert!(!description.public.contains_key("delays"), "{draft}");
-        assert!(!description.private.contains_key("delays"), "{draft}");
-        assert!(description.public.contains_key("airlines"), "{draft}");
+        for table in ["delays", "notes"] {
+            assert!(!description.public.contains_key(table), "{draft}");
+            assert!(!description.private.contains_key(table), "{draft}");
+        }
+        assert!(description.public.contains_key("carriers"), "{draft}");
+        assert!(description.public.contains_key("models"), "{draft}");
         assert_eq!(description.private["numbered"].person, "tailnum");
+        // Two flights of two carriers cannot tell a lookup from a child:
+        // left out.
+        let two = write("two.csv", "tailnum,carrier_code\nN1,AA\nN1,UA\n");
+        let draft = draft_from_csvs(&[&planes, &two, &carriers], Some("tailnum")).unwrap();
+        assert!(draft.contains("# LEFT OUT: carriers.csv"), "{draft}");
         let refused = draft_from_csvs(&[&planes, &flights], Some("plane")).unwrap_err();
         assert!(
             refused

@@ -82,12 +82,7 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
         not_an_input(out, &args.ledger, &description)?;
     }
     if let Some(stem) = &args.figure {
-        // Checked before the charge: a figure that cannot be written
-        // costs nothing.
-        let folder = stem.parent().filter(|p| !p.as_os_str().is_empty());
-        if folder.is_some_and(|folder| !folder.is_dir()) {
-            bail!("--figure: the folder it names does not exist; make it first");
-        }
+        writable(stem)?;
     }
     let ledger = open_ledger(&args.ledger, &description, false)?;
     let engine = QueryEngine::open(description)?;
@@ -215,8 +210,29 @@ fn measured_lines(measured: &[MarginalFit]) -> String {
     lines
 }
 
+/// Refuses, before the charge, a figure whose files cannot be written (a
+/// folder that does not exist or that cannot be written to): it costs
+/// nothing.
+fn writable(stem: &Path) -> Result<()> {
+    let folder = stem.parent().filter(|p| !p.as_os_str().is_empty());
+    if folder.is_some_and(|folder| !folder.is_dir()) {
+        bail!("--figure: the folder it names does not exist; make it first");
+    }
+    for path in dpkit_plot::paths(stem) {
+        if path.exists() {
+            continue;
+        }
+        std::fs::File::create(&path)
+            .and_then(|_| std::fs::remove_file(&path))
+            .map_err(|_| anyhow::anyhow!("--figure: {} cannot be written", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Draws the marginals of `each` furthest from what they were compared
-/// with to `stem`.png and .svg, and says where.
+/// with to `stem`.png and .svg, and says where. After the release, a
+/// figure that cannot be drawn (every distance 0, a disk that filled) is a
+/// note, not a failure.
 fn drawn(stem: &Path, title: &str, group: &str, each: &[MarginalFit]) -> Result<()> {
     let worst = MarginalFit::worst(each, FIGURE_MARGINALS);
     let figure = dpkit_plot::BarFigure {
@@ -229,9 +245,13 @@ fn drawn(stem: &Path, title: &str, group: &str, each: &[MarginalFit]) -> Result<
             ranges: Vec::new(),
         }],
     };
-    let [png, svg] = dpkit_plot::draw(&figure, stem)
-        .with_context(|| format!("cannot draw {}", stem.display()))?;
-    write_stdout(&format!("drew {} and {}\n", png.display(), svg.display()))
+    match dpkit_plot::draw(&figure, stem) {
+        Ok([png, svg]) => write_stdout(&format!("drew {} and {}\n", png.display(), svg.display())),
+        Err(why) => write_stdout(&format!(
+            "the figure {} was not drawn: {why}\n",
+            stem.display()
+        )),
+    }
 }
 
 /// Refuses an `--out` that is the ledger, the description or a data file:

@@ -70,7 +70,8 @@ fn a_synthetic_adult_has_the_described_columns_and_types_and_is_charged_once() {
         "--rows",
         "2000",
     ];
-    let figure = temp("worst");
+    // A dot in the stem stays in the files' names.
+    let figure = temp("worst-eps1.0");
     let figure_stem = figure.to_str().unwrap();
     let output = synth(
         &description,
@@ -91,10 +92,13 @@ fn a_synthetic_adult_has_the_described_columns_and_types_and_is_charged_once() {
     ] {
         assert!(said.contains(line), "{line} in {said}");
     }
-    for extension in ["png", "svg"] {
-        let drawn = figure.with_extension(extension);
-        assert!(said.contains(&format!("drew {}", figure.with_extension("png").display())));
-        assert!(std::fs::metadata(&drawn).unwrap().len() > 1000, "{drawn:?}");
+    let drawn = ["png", "svg"].map(|extension| format!("{figure_stem}.{extension}"));
+    assert!(
+        said.contains(&format!("drew {} and {}", drawn[0], drawn[1])),
+        "{said}"
+    );
+    for drawn in drawn {
+        assert!(std::fs::metadata(&drawn).unwrap().len() > 1000, "{drawn}");
         let _ = std::fs::remove_file(drawn);
     }
     assert!(

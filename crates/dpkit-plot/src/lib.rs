@@ -95,11 +95,11 @@ pub trait Figure {
         DB::ErrorType: 'static;
 }
 
-/// Draws `figure` to `stem.png` and `stem.svg` and returns both paths.
+/// Draws `figure` to `stem.png` and `stem.svg` and returns both paths
+/// (the extensions follow the whole stem: `worst-1.0` gives `worst-1.0.png`).
 pub fn draw(figure: &impl Figure, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
     register_bundled_font();
-    let png = stem.with_extension("png");
-    let svg = stem.with_extension("svg");
+    let [png, svg] = paths(stem);
     {
         let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
         figure.render(&root)?;
@@ -111,6 +111,16 @@ pub fn draw(figure: &impl Figure, stem: &Path) -> Result<[PathBuf; 2], PlotError
         root.present().map_err(draw_error)?;
     }
     Ok([png, svg])
+}
+
+/// `stem.png` and `stem.svg`, the extensions after the whole stem.
+pub fn paths(stem: &Path) -> [PathBuf; 2] {
+    ["png", "svg"].map(|extension| {
+        let mut name = stem.as_os_str().to_os_string();
+        name.push(".");
+        name.push(extension);
+        PathBuf::from(name)
+    })
 }
 
 /// An axis tick: at most four decimals, trailing zeros dropped, and
@@ -144,6 +154,15 @@ pub(crate) fn colour(index: usize) -> RGBColor {
 
 #[cfg(test)]
 mod tick_tests {
+    #[test]
+    fn a_stem_with_a_dot_keeps_it() {
+        let [png, svg] = super::paths(std::path::Path::new("out/worst-eps1.0"));
+        assert_eq!(png, std::path::Path::new("out/worst-eps1.0.png"));
+        assert_eq!(svg, std::path::Path::new("out/worst-eps1.0.svg"));
+        let [png, _] = super::paths(std::path::Path::new("figure"));
+        assert_eq!(png, std::path::Path::new("figure.png"));
+    }
+
     #[test]
     fn ticks_are_short() {
         assert_eq!(super::tick_label(9.999_999_999e-5), "1e-4");

@@ -39,27 +39,22 @@ use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::Result;
 use datafusion::logical_expr::JoinType;
 use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal, binary, case};
-use datafusion::physical_expr::{PhysicalExpr, projection::ProjectionExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::filter::FilterExecBuilder;
 use datafusion::physical_plan::joins::utils::{ColumnIndex, JoinFilter, JoinOn};
-use datafusion::physical_plan::joins::{
-    CrossJoinExec, HashJoinExec, HashJoinExecBuilder, PartitionMode,
-};
-use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
-use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::union::UnionExec;
+use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, HashJoinExecBuilder};
 use datafusion::prelude::SessionConfig;
 
 mod sentinel;
 
 use sentinel::SentinelPerPartition;
 
-/// The build side's extra key: true on real rows, false on the sentinel.
+/// The build side's extra column: true on real rows, false on the
+/// sentinel.
 const REAL: &str = "__dpkit_real_row";
 
 /// The physical optimizer rule; see the module's documentation.
@@ -147,7 +142,7 @@ fn crossing(join: &CrossJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
     let left_width = join.left().schema().fields().len();
     let right_width = join.right().schema().fields().len();
     let crossed = Arc::new(CrossJoinExec::new(
-        with_sentinel(join.left())?,
+        Arc::new(SentinelPerPartition::new(Arc::clone(join.left()))),
         Arc::clone(join.right()),
     ));
     let kept = (0..left_width).chain(left_width + 1..left_width + 1 + right_width);
@@ -181,10 +176,9 @@ fn real_rows_only(
 fn probing(join: &HashJoinExec) -> Result<Arc<dyn ExecutionPlan>> {
     let build_width = join.left().schema().fields().len();
     let (on, condition) = keys_and_condition(join, build_width)?;
-    let build = match join.partition_mode() {
-        PartitionMode::Partitioned => Arc::new(SentinelPerPartition::new(Arc::clone(join.left()))),
-        _ => with_sentinel(join.left())?,
-    };
+    // A collected build side is one partition by then: one sentinel.
+    let build: Arc<dyn ExecutionPlan> =
+        Arc::new(SentinelPerPartition::new(Arc::clone(join.left())));
     let unprojected = || {
         HashJoinExecBuilder::new(
             Arc::clone(&build),
@@ -276,40 +270,6 @@ fn with_real_build_row(filter: Option<&JoinFilter>, build_width: usize) -> Resul
     ))
 }
 
-/// `build`'s rows with [`REAL`] true, and one row of default values (of
-/// each column's type) with it false, in one partition (for a join that
-/// collects its build side).
-fn with_sentinel(build: &Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-    let schema = build.schema();
-    let mut real = Vec::with_capacity(schema.fields().len() + 1);
-    let mut sentinel = Vec::with_capacity(schema.fields().len() + 1);
-    for (i, field) in schema.fields().iter().enumerate() {
-        let name = field.name().to_string();
-        real.push(ProjectionExpr::new(
-            Arc::new(Column::new(&name, i)),
-            name.clone(),
-        ));
-        let value = ScalarValue::new_default(field.data_type())?;
-        sentinel.push(ProjectionExpr::new(literal(value), name));
-    }
-    real.push(ProjectionExpr::new(
-        literal(ScalarValue::Boolean(Some(true))),
-        REAL.to_string(),
-    ));
-    sentinel.push(ProjectionExpr::new(
-        literal(ScalarValue::Boolean(Some(false))),
-        REAL.to_string(),
-    ));
-    let one_row = Arc::new(PlaceholderRowExec::new(Arc::new(
-        datafusion::arrow::datatypes::Schema::empty(),
-    )));
-    let both = UnionExec::try_new(vec![
-        Arc::new(ProjectionExec::try_new(real, Arc::clone(build))?),
-        Arc::new(ProjectionExec::try_new(sentinel, one_row)?),
-    ])?;
-    Ok(Arc::new(CoalescePartitionsExec::new(both)))
-}
-
 fn literal(value: ScalarValue) -> Arc<dyn PhysicalExpr> {
     Arc::new(Literal::new(value))
 }
@@ -326,6 +286,7 @@ mod tests {
     use datafusion::physical_plan::execution_plan::{
         ChildrenPropertiesMode, ReplaceChildrenOptions,
     };
+    use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
     use datafusion::prelude::SessionContext;
 
     const ROWS: i64 = 3000;

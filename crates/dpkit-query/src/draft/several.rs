@@ -128,21 +128,30 @@ fn read(path: &Path) -> Result<File<'_>> {
     })
 }
 
+/// `column`'s values in the file's first rows, as text (`None` when the
+/// file has no such column or no rows).
+fn first_values(file: &File<'_>, column: &str) -> Result<Option<Vec<Option<String>>>> {
+    use datafusion::arrow::array::AsArray;
+    let Some(index) = file.names.iter().position(|n| n == column) else {
+        return Ok(None);
+    };
+    let Some(batch) = first_rows(file.path, &file.names)? else {
+        return Ok(None);
+    };
+    let values = batch.column(index).as_string::<i32>();
+    Ok(Some(values.iter().map(|v| v.map(str::to_string)).collect()))
+}
+
 /// Whether `column`'s values in the file's first rows are present and
 /// distinct.
 fn distinct(file: &File<'_>, column: &str) -> Result<bool> {
-    use datafusion::arrow::array::AsArray;
-    let Some(index) = file.names.iter().position(|n| n == column) else {
+    let Some(values) = first_values(file, column)? else {
         return Ok(false);
     };
-    let Some(batch) = first_rows(file.path, &file.names)? else {
-        return Ok(false);
-    };
-    let values = batch.column(index).as_string::<i32>();
     let mut seen = std::collections::HashSet::new();
     Ok(values
         .iter()
-        .all(|v| v.is_some_and(|v| !v.is_empty() && seen.insert(v))))
+        .all(|v| v.as_ref().is_some_and(|v| !v.is_empty() && seen.insert(v))))
 }
 
 /// Whether `column` holds a value in `file`'s first rows that it also
@@ -154,19 +163,11 @@ fn shared(file: &File<'_>, other: &File<'_>, column: &str) -> Result<bool> {
 
 /// `column`'s non-empty values in the file's first rows.
 fn values(file: &File<'_>, column: &str) -> Result<std::collections::HashSet<String>> {
-    use datafusion::arrow::array::AsArray;
-    let Some(index) = file.names.iter().position(|n| n == column) else {
-        return Ok(Default::default());
-    };
-    let Some(batch) = first_rows(file.path, &file.names)? else {
-        return Ok(Default::default());
-    };
-    let values = batch.column(index).as_string::<i32>();
+    let values = first_values(file, column)?.unwrap_or_default();
     Ok(values
-        .iter()
+        .into_iter()
         .flatten()
         .filter(|v| !v.is_empty())
-        .map(str::to_string)
         .collect())
 }
 

@@ -25,7 +25,7 @@ use rand_core::CryptoRng;
 
 pub use coding::{CodedTable, Coding, Columns, DEFAULT_BINS};
 pub use marginals::{EngineMarginals, Plans};
-pub use quality::{Fit, MarginalFit, true_fit, true_marginals};
+pub use quality::{Fit, MarginalFit, true_marginals};
 use quality::{Noisy, subsets};
 
 use crate::QueryEngine;

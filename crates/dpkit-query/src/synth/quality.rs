@@ -22,7 +22,7 @@ pub struct Fit {
 
 impl Fit {
     /// The mean and largest of `distances`.
-    pub(super) fn of(distances: &[f64]) -> Self {
+    fn of(distances: &[f64]) -> Self {
         let marginals = distances.len();
         Self {
             mean: distances.iter().sum::<f64>() / marginals.max(1) as f64,
@@ -174,17 +174,6 @@ pub fn true_marginals(
         });
     }
     Ok(each)
-}
-
-/// [`true_marginals`]' mean and largest distance.
-pub fn true_fit(
-    engine: &QueryEngine,
-    planned: &Planned,
-    synthetic: &Synthesized,
-    way: usize,
-) -> Result<Fit> {
-    let each = true_marginals(engine, planned, synthetic, way)?;
-    Ok(Fit::of_way(&each, way))
 }
 
 /// Every set of `k` of `n` columns, in order.

@@ -95,15 +95,6 @@ def description(folder, name, table_line):
     return path
 
 
-def units(dpkit, toml, sql):
-    out = subprocess.run([dpkit, "query", "--description", toml, "--epsilon", "0.1", "--explain", sql],
-                         capture_output=True, text=True)
-    found = re.search(r"at most (\d+) units", out.stdout + out.stderr)
-    if not found:
-        raise RuntimeError(f"dpkit refused: {(out.stdout + out.stderr).strip()[-300:]}")
-    return int(found.group(1))
-
-
 def timed(dpkit, toml, sql, ledger_folder):
     ledger = os.path.join(ledger_folder, "ledger.sqlite")
     for suffix in ["", "-wal", "-shm", "-journal"]:
@@ -140,7 +131,7 @@ def main():
         for sql in QUERIES:
             print(f"\n{sql}", flush=True)
             for engine, toml in engines:
-                work = units(args.dpkit, toml, sql)
+                work, _ = work_units.explain(args.dpkit, toml, sql)
                 walls = [timed(args.dpkit, toml, sql, ledgers) for _ in range(args.runs)]
                 print(f"  {engine:<9} {work:>6} units  median {statistics.median(walls):6.2f} s "
                       f"[{min(walls):.2f}..{max(walls):.2f}]  "
